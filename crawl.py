@@ -1,0 +1,1935 @@
+# Copyright (c) 2026 The crawl.py authors
+# SPDX-License-Identifier: MIT
+"""crawl.py: a web crawler on its own small coroutine runtime, in one file.
+
+One thread, non-blocking sockets, a selector event loop, futures and
+generator-based coroutines driven with ``yield from``: enough to keep
+thousands of slow connections busy at once, with code that still reads top to
+bottom like blocking code. Standard library only; no asyncio.
+
+Run it:     python crawl.py xkcd.com          (python crawl.py --help)
+Test it:    python -m unittest -v test_crawl
+Vendor it:  copy this file into your project and import what you need:
+            Future, Task, EventLoop, sleep, connect, read, read_all, sendall,
+            open_connection, wait_for, gather, Queue, Stream, Client, fetch,
+            Crawler, crawl.
+
+Read it in this order (each part has a section header):
+  1. Futures and tasks       a value that arrives later; a coroutine driven by futures
+  2. The event loop          callbacks, timers and sockets in one select() loop
+  3. Socket coroutines       sleep, connect, read, read_all, sendall, TLS, wait_for
+  4. The queue               a FIFO of work with join(), for the crawler's frontier
+  5. HTTP/1.1                requests and responses over raw sockets (RFC 9110/9112)
+  6. URLs and links          normalization and link extraction from HTML
+  7. robots.txt              the robots exclusion protocol (RFC 9309)
+  8. The crawler             frontier, workers, seen set, politeness, records
+  9. The report and the command line
+"""
+
+import collections
+import errno
+import heapq
+import itertools
+import logging
+import os
+import re
+import selectors
+import socket
+import ssl
+import sys
+import threading
+import time
+import urllib.parse
+import zlib
+
+__version__ = "1.0"
+
+logger = logging.getLogger("crawl")
+
+
+# ---------------------------------------------------------------------------
+# 1. Futures and tasks
+# ---------------------------------------------------------------------------
+#
+# A Future is a slot for a result that is not there yet. Code that needs the
+# result registers a "done callback"; whoever produces the result calls
+# set_result(), and the loop then calls the callbacks.
+#
+# A Task drives a coroutine (a generator function used with ``yield from``).
+# The coroutine runs until it needs a result that is not ready: it yields the
+# Future it waits for, the Task adds a done callback to that future and steps
+# the coroutine again when the callback fires. ``yield from future`` is how a
+# coroutine waits; ``yield from other_coroutine()`` calls another coroutine,
+# whose yields pass straight through to the Task.
+
+
+class CancelledError(BaseException):
+    """Raised in a coroutine whose task was cancelled, and by result() of a
+    cancelled future.
+
+    A BaseException (as asyncio's is since Python 3.8), so that a coroutine's
+    ``except Exception`` does not swallow a cancellation.
+    """
+
+
+class InvalidStateError(Exception):
+    """A future's result was set twice, or read before it was set."""
+
+
+_PENDING = "pending"
+_CANCELLED = "cancelled"
+_FINISHED = "finished"
+
+
+class Future:
+    """A result (a value or an exception) that will be set later.
+
+    States: pending, then either finished (set_result / set_exception) or
+    cancelled (cancel). Done callbacks never run inside set_result: they are
+    scheduled with the loop's call_soon, in the order they were added, each
+    called with the future as its only argument.
+
+    A coroutine waits for a future with ``result = yield from future`` (or
+    ``await future`` in an ``async def``): it suspends while the future is
+    pending, then gets the result, or the exception is raised in its frame.
+    """
+
+    __slots__ = ("_loop", "_state", "_result", "_exception", "_callbacks")
+
+    def __init__(self, loop=None):
+        self._loop = loop if loop is not None else get_event_loop()
+        self._state = _PENDING
+        self._result = None
+        self._exception = None
+        self._callbacks = []
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {self._state}>"
+
+    def done(self):
+        """True once the future is finished or cancelled."""
+        return self._state != _PENDING
+
+    def cancelled(self):
+        return self._state == _CANCELLED
+
+    def result(self):
+        """The result; raises the exception that was set, CancelledError if
+        the future was cancelled, InvalidStateError while it is pending."""
+        if self._state == _FINISHED:
+            if self._exception is not None:
+                raise self._exception
+            return self._result
+        if self._state == _CANCELLED:
+            raise CancelledError()
+        raise InvalidStateError("result is not set yet")
+
+    def exception(self):
+        """The exception that was set, or None; raises like result() when
+        cancelled or pending."""
+        if self._state == _FINISHED:
+            return self._exception
+        if self._state == _CANCELLED:
+            raise CancelledError()
+        raise InvalidStateError("exception is not set yet")
+
+    def add_done_callback(self, fn):
+        """Call fn(future) from the loop once the future is done; at once
+        (through call_soon) if it is done already."""
+        if self._state == _PENDING:
+            self._callbacks.append(fn)
+        else:
+            self._loop.call_soon(fn, self)
+
+    def remove_done_callback(self, fn):
+        """Remove every registration of fn; return how many were removed."""
+        kept = [callback for callback in self._callbacks if callback != fn]
+        removed = len(self._callbacks) - len(kept)
+        self._callbacks = kept
+        return removed
+
+    def set_result(self, result):
+        """Finish the future with a value; InvalidStateError if it is done."""
+        if self._state != _PENDING:
+            raise InvalidStateError(f"{self!r} is already done")
+        self._result = result
+        self._state = _FINISHED
+        self._schedule_callbacks()
+
+    def set_exception(self, exception):
+        """Finish the future with an exception (a class or an instance)."""
+        if self._state != _PENDING:
+            raise InvalidStateError(f"{self!r} is already done")
+        if isinstance(exception, type):
+            exception = exception()
+        if isinstance(exception, StopIteration):
+            raise TypeError("StopIteration cannot be raised into a coroutine")
+        self._exception = exception
+        self._state = _FINISHED
+        self._schedule_callbacks()
+
+    def cancel(self):
+        """Cancel a pending future; return False if it was already done."""
+        if self._state != _PENDING:
+            return False
+        self._state = _CANCELLED
+        self._schedule_callbacks()
+        return True
+
+    def _schedule_callbacks(self):
+        callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            self._loop.call_soon(fn, self)
+
+    def __iter__(self):
+        if self._state == _PENDING:
+            yield self  # The task resumes us once this future is done.
+        return self.result()
+
+    __await__ = __iter__  # so that `await future` works in an async def
+
+
+def _set_result_unless_done(future, result):
+    if not future.done():
+        future.set_result(result)
+
+
+def _set_exception_unless_done(future, exception):
+    if not future.done():
+        future.set_exception(exception)
+
+
+class Task(Future):
+    """A Future that runs a coroutine and finishes with its return value.
+
+    ``coro`` is a generator object (from a generator function that uses
+    ``yield from``) or a native ``async def`` coroutine. Its first step is
+    scheduled with call_soon, never run in the constructor.
+
+    Each step resumes the coroutine until it yields:
+      * a Future: the task sleeps until that future is done;
+      * None (a bare ``yield``): the task gives up control for one iteration;
+      * anything else is a mistake: a RuntimeError naming it is thrown in.
+    When the coroutine returns, the task's result is the returned value; an
+    exception it raises becomes the task's exception, traceback intact;
+    KeyboardInterrupt and SystemExit are stored and also re-raised, so that
+    they reach whoever runs the loop.
+    """
+
+    __slots__ = ("_coro", "_waiting_on", "_must_cancel", "_exception_read", "name")
+
+    def __init__(self, coro, loop=None, name=None):
+        if not (hasattr(coro, "send") and hasattr(coro, "throw")):
+            raise TypeError(f"a coroutine or generator object is required, not {coro!r}")
+        super().__init__(loop)
+        self._coro = coro
+        self._waiting_on = None  # the Future this task sleeps on, if any
+        self._must_cancel = False
+        self._exception_read = False
+        self.name = name or getattr(coro, "__qualname__", "task")
+        self._loop.call_soon(self._step)
+
+    def __repr__(self):
+        return f"<Task {self.name} {self._state}>"
+
+    def result(self):
+        self._exception_read = True
+        return super().result()
+
+    def exception(self):
+        self._exception_read = True
+        return super().exception()
+
+    def set_result(self, result):
+        raise RuntimeError("a Task's result comes from its coroutine")
+
+    def set_exception(self, exception):
+        raise RuntimeError("a Task's exception comes from its coroutine")
+
+    def cancel(self):
+        """Ask the coroutine to stop: CancelledError is thrown into it at its
+        next step (at once, through call_soon, if it is waiting on a future or
+        a timer). The coroutine may catch it to clean up. The future it was
+        waiting on is left alone: others may be waiting on it too.
+        Returns False if the task is already done."""
+        if self.done():
+            return False
+        waiting_on = self._waiting_on
+        if waiting_on is not None and not waiting_on.done():
+            waiting_on.remove_done_callback(self._wakeup)
+            self._waiting_on = None
+            self._loop.call_soon(self._step, CancelledError())
+        else:
+            # A step is already scheduled (the first one, after a bare yield,
+            # or a wake-up); it will throw CancelledError in.
+            self._must_cancel = True
+        return True
+
+    def _step(self, error=None):
+        if self.done():
+            return
+        if self._must_cancel:
+            self._must_cancel = False
+            if not isinstance(error, CancelledError):
+                error = CancelledError()
+        try:
+            if error is None:
+                yielded = self._coro.send(None)
+            else:
+                yielded = self._coro.throw(error)
+        except StopIteration as stop:
+            Future.set_result(self, stop.value)
+        except CancelledError:
+            Future.cancel(self)
+        except Exception as exception:
+            Future.set_exception(self, exception)
+        except BaseException as exception:  # KeyboardInterrupt, SystemExit
+            self._exception_read = True
+            Future.set_exception(self, exception)
+            raise
+        else:
+            self._wait_on(yielded)
+
+    def _wait_on(self, yielded):
+        if yielded is None:  # a bare `yield`: run again next iteration
+            self._loop.call_soon(self._step)
+        elif isinstance(yielded, Future):
+            self._waiting_on = yielded
+            yielded.add_done_callback(self._wakeup)
+            if self._must_cancel:  # cancel() was called during this step
+                self._must_cancel = False
+                self.cancel()
+        else:
+            self._loop.call_soon(self._step, RuntimeError(_bad_yield_message(yielded)))
+
+    def _wakeup(self, future):
+        # The coroutine is suspended inside Future.__iter__, which reads
+        # future.result() itself: a value returns, an exception raises there.
+        self._waiting_on = None
+        self._step()
+
+    def __del__(self):
+        if self._state == _FINISHED and self._exception is not None and not self._exception_read:
+            logger.error(
+                "Task exception was never retrieved: %r", self,
+                exc_info=(type(self._exception), self._exception, self._exception.__traceback__),
+            )
+
+
+def _bad_yield_message(yielded):
+    if hasattr(yielded, "send") and hasattr(yielded, "throw"):
+        return (f"a coroutine yielded the coroutine {yielded!r}: "
+                "use `yield from` (or `await`) to run a coroutine, not `yield`")
+    return (f"a coroutine yielded {yielded!r}, which is not a Future: "
+            "wait with `yield from future`, or use a bare `yield` to let others run")
+
+
+def ensure_future(awaitable, loop=None):
+    """Return awaitable if it is a Future, else wrap the coroutine in a Task."""
+    if isinstance(awaitable, Future):
+        return awaitable
+    return Task(awaitable, loop)
+
+
+# ---------------------------------------------------------------------------
+# 2. The event loop
+# ---------------------------------------------------------------------------
+#
+# The loop owns three things: a queue of callbacks ready to run, a heap of
+# timers, and a selector that watches sockets. One iteration asks the
+# selector which sockets are ready (waiting no longer than the next timer),
+# moves their callbacks and the due timers to the ready queue, and runs the
+# callbacks that were ready when the iteration began.
+
+
+class Handle:
+    """A scheduled callback, returned by call_soon, call_later and call_at.
+
+    ``cancel()`` stops it from running; ``when`` is its loop time in
+    seconds, or None for call_soon."""
+
+    __slots__ = ("_callback", "_args", "_loop", "cancelled", "when")
+
+    def __init__(self, callback, args, loop, when=None):
+        self._callback = callback
+        self._args = args
+        self._loop = loop
+        self.cancelled = False
+        self.when = when
+
+    def __repr__(self):
+        state = " cancelled" if self.cancelled else ""
+        return f"<Handle {getattr(self._callback, '__qualname__', self._callback)}{state}>"
+
+    def cancel(self):
+        if not self.cancelled:
+            self.cancelled = True
+            if self.when is not None:
+                self._loop._timer_cancelled()
+            self._callback = self._args = None  # drop references early
+
+    def _run(self):
+        try:
+            self._callback(*self._args)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException:
+            logger.exception("Exception in callback %r", self)
+
+
+_current = threading.local()  # .running_loop, .default_loop for this thread
+
+
+def get_running_loop():
+    """The loop running in this thread; RuntimeError when none is running."""
+    loop = getattr(_current, "running_loop", None)
+    if loop is None:
+        raise RuntimeError("no running event loop")
+    return loop
+
+
+def get_event_loop():
+    """The loop running in this thread, else this thread's default loop
+    (created on first use, or set with set_event_loop).
+
+    This is how coroutines and Futures reach the loop without passing it
+    around: inside ``loop.run_until_complete(...)`` it returns that loop."""
+    loop = getattr(_current, "running_loop", None)
+    if loop is None:
+        loop = getattr(_current, "default_loop", None)
+        if loop is None or loop.is_closed():
+            loop = _current.default_loop = EventLoop()
+    return loop
+
+
+def set_event_loop(loop):
+    """Make loop this thread's default loop (None forgets it)."""
+    _current.default_loop = loop
+
+
+class EventLoop:
+    """Runs callbacks, timers and socket readiness callbacks in one thread.
+
+    Times are seconds of ``time()`` (time.monotonic). File descriptors may be
+    given as ints or socket objects; remove a socket's reader and writer
+    before closing it.
+    """
+
+    def __init__(self):
+        self._selector = selectors.DefaultSelector()
+        self._ready = collections.deque()  # Handles to run next iteration
+        self._timers = []  # heap of (when, sequence, Handle)
+        self._sequence = itertools.count()  # breaks ties: payloads never compared
+        self._cancelled_timers = 0
+        self._stopping = False
+        self._running = False
+        self._closed = False
+        self._executor = None  # threads for blocking calls, made on first use
+        # A socket pair that call_soon_threadsafe writes to, to wake select().
+        self._wakeup_reader, self._wakeup_writer = socket.socketpair()
+        self._wakeup_reader.setblocking(False)
+        self._wakeup_writer.setblocking(False)
+        self.add_reader(self._wakeup_reader.fileno(), self._drain_wakeup)
+
+    def __repr__(self):
+        state = "closed" if self._closed else "running" if self._running else "idle"
+        return f"<EventLoop {state} ready={len(self._ready)} timers={len(self._timers)}>"
+
+    def time(self):
+        """The loop's clock: monotonic seconds (float)."""
+        return time.monotonic()
+
+    # Scheduling callbacks --------------------------------------------------
+
+    def call_soon(self, callback, *args):
+        """Run callback(*args) in the next iteration, after those already
+        scheduled; returns a Handle."""
+        handle = Handle(callback, args, self)
+        self._ready.append(handle)
+        return handle
+
+    def call_later(self, delay, callback, *args):
+        """Run callback(*args) after delay seconds; returns a Handle."""
+        return self.call_at(self.time() + delay, callback, *args)
+
+    def call_at(self, when, callback, *args):
+        """Run callback(*args) at loop time when (seconds); timers due at the
+        same time run in the order they were scheduled."""
+        handle = Handle(callback, args, self, when)
+        heapq.heappush(self._timers, (when, next(self._sequence), handle))
+        return handle
+
+    def call_soon_threadsafe(self, callback, *args):
+        """call_soon from another thread: also wakes a blocked select()."""
+        handle = self.call_soon(callback, *args)
+        try:
+            self._wakeup_writer.send(b"\0")
+        except OSError:  # the pipe is full (already awake) or the loop closed
+            pass
+        return handle
+
+    def _drain_wakeup(self):
+        try:
+            while self._wakeup_reader.recv(4096):
+                pass
+        except OSError:
+            pass
+
+    def _timer_cancelled(self):
+        self._cancelled_timers += 1
+
+    # Watching sockets -------------------------------------------------------
+
+    def add_reader(self, fd, callback, *args):
+        """Call callback(*args) whenever fd is readable, until remove_reader."""
+        self._add_io(fd, selectors.EVENT_READ, Handle(callback, args, self))
+
+    def add_writer(self, fd, callback, *args):
+        """Call callback(*args) whenever fd is writable, until remove_writer."""
+        self._add_io(fd, selectors.EVENT_WRITE, Handle(callback, args, self))
+
+    def remove_reader(self, fd):
+        """Stop watching fd for reading; returns True if it was watched."""
+        return self._remove_io(fd, selectors.EVENT_READ)
+
+    def remove_writer(self, fd):
+        """Stop watching fd for writing; returns True if it was watched."""
+        return self._remove_io(fd, selectors.EVENT_WRITE)
+
+    def _add_io(self, fd, event, handle):
+        # A registration's data is (reader Handle, writer Handle); a socket
+        # can have both, so a second interest modifies the registration.
+        self._check_closed()
+        key = self._selector.get_map().get(fd)
+        if key is None:
+            data = (handle, None) if event == selectors.EVENT_READ else (None, handle)
+            self._selector.register(fd, event, data)
+            return
+        reader, writer = key.data
+        if event == selectors.EVENT_READ:
+            old, data = reader, (handle, writer)
+        else:
+            old, data = writer, (reader, handle)
+        if old is not None:
+            old.cancel()
+        self._selector.modify(fd, key.events | event, data)
+
+    def _remove_io(self, fd, event):
+        if self._closed:
+            return False
+        key = self._selector.get_map().get(fd)
+        if key is None or not key.events & event:
+            return False
+        reader, writer = key.data
+        removed = reader if event == selectors.EVENT_READ else writer
+        events = key.events & ~event
+        if events:
+            data = (None, writer) if event == selectors.EVENT_READ else (reader, None)
+            self._selector.modify(fd, events, data)
+        else:
+            self._selector.unregister(fd)
+        removed.cancel()
+        return True
+
+    # Running ----------------------------------------------------------------
+
+    def _run_once(self):
+        """One iteration: wait for I/O or the next timer, then run callbacks."""
+        ready = self._ready
+        if ready or self._stopping:
+            timeout = 0
+        elif self._timers:
+            timeout = max(0.0, self._timers[0][0] - self.time())
+        else:
+            timeout = None  # nothing to do until a socket is ready
+
+        for key, events in self._selector.select(timeout):
+            reader, writer = key.data
+            if events & selectors.EVENT_READ and reader is not None:
+                ready.append(reader)
+            if events & selectors.EVENT_WRITE and writer is not None:
+                ready.append(writer)
+
+        self._move_due_timers()
+
+        # This is the only place where callbacks are called. Only the
+        # callbacks that are ready now run; those they schedule wait for the
+        # next iteration, so that I/O is polled between them.
+        for _ in range(len(ready)):
+            handle = ready.popleft()
+            if not handle.cancelled:
+                handle._run()
+
+    def _move_due_timers(self):
+        timers = self._timers
+        if self._cancelled_timers > 100 and self._cancelled_timers * 2 > len(timers):
+            # Most of the heap is cancelled timers: rebuild it without them.
+            timers[:] = [entry for entry in timers if not entry[2].cancelled]
+            heapq.heapify(timers)
+            self._cancelled_timers = 0
+        now = self.time()
+        while timers and timers[0][0] <= now:
+            handle = heapq.heappop(timers)[2]
+            if handle.cancelled:
+                self._cancelled_timers -= 1
+            else:
+                handle.when = None  # it is an ordinary ready callback now
+                self._ready.append(handle)
+
+    def run_forever(self):
+        """Run iterations until stop() is called."""
+        self._check_closed()
+        if self._running:
+            raise RuntimeError("this loop is already running")
+        if getattr(_current, "running_loop", None) is not None:
+            raise RuntimeError("another loop is running in this thread")
+        self._running = True
+        _current.running_loop = self
+        try:
+            while not self._stopping:
+                self._run_once()
+        finally:
+            self._stopping = False
+            self._running = False
+            _current.running_loop = None
+
+    def run_until_complete(self, awaitable):
+        """Run until awaitable (a Future or a coroutine) is done; return its
+        result or raise its exception.
+
+        KeyboardInterrupt raised while the loop runs propagates to the caller
+        and leaves the loop usable: call run_until_complete again to clean up
+        (cancel tasks, flush files)."""
+        future = ensure_future(awaitable, self)
+        future.add_done_callback(self._stop_when_done)
+        try:
+            self.run_forever()
+        finally:
+            future.remove_done_callback(self._stop_when_done)
+        if not future.done():
+            raise RuntimeError("the loop stopped before the future completed")
+        return future.result()
+
+    def _stop_when_done(self, future):
+        self.stop()
+
+    def stop(self):
+        """Stop run_forever after the current iteration."""
+        self._stopping = True
+
+    def is_running(self):
+        return self._running
+
+    def is_closed(self):
+        return self._closed
+
+    def _check_closed(self):
+        if self._closed:
+            raise RuntimeError("the event loop is closed")
+
+    def close(self):
+        """Close the selector, the wake-up sockets and the thread pool.
+        Pending callbacks and timers are dropped."""
+        if self._running:
+            raise RuntimeError("cannot close a running loop")
+        if self._closed:
+            return
+        self.remove_reader(self._wakeup_reader.fileno())
+        self._closed = True
+        self._ready.clear()
+        self._timers.clear()
+        self._selector.close()
+        self._wakeup_reader.close()
+        self._wakeup_writer.close()
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+            self._executor = None
+
+    def pending_work(self):
+        """(ready callbacks, live timers, watched file descriptors), not
+        counting the loop's own wake-up socket: what tests check is zero
+        after a clean shutdown."""
+        timers = sum(1 for entry in self._timers if not entry[2].cancelled)
+        watched = len(self._selector.get_map()) - 1
+        ready = sum(1 for handle in self._ready if not handle.cancelled)
+        return ready, timers, watched
+
+    # Tasks and threads ------------------------------------------------------
+
+    def create_task(self, coro, name=None):
+        """Wrap coro in a Task on this loop; its first step runs soon."""
+        return Task(coro, self, name)
+
+    def run_in_thread(self, fn, *args):
+        """Run the blocking call fn(*args) in a worker thread; returns a
+        Future with its result or exception, resolved on this loop."""
+        if self._executor is None:
+            import concurrent.futures  # imported here: only DNS needs threads
+            self._executor = concurrent.futures.ThreadPoolExecutor(
+                max_workers=8, thread_name_prefix="crawl-worker")
+        future = Future(self)
+
+        def copy_outcome(done):  # runs in the worker thread
+            self.call_soon_threadsafe(_copy_future_outcome, done, future)
+
+        self._executor.submit(fn, *args).add_done_callback(copy_outcome)
+        return future
+
+
+def _copy_future_outcome(source, destination):
+    if destination.done():  # nobody waits any more (cancelled or timed out)
+        return
+    if source.exception() is not None:
+        destination.set_exception(source.exception())
+    else:
+        destination.set_result(source.result())
+
+
+def run(coro):
+    """Run coro on a new loop until it is done, close the loop, return its
+    result: the entry point for scripts (like asyncio.run)."""
+    loop = EventLoop()
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        loop.close()
+
+
+# ---------------------------------------------------------------------------
+# 3. Socket coroutines
+# ---------------------------------------------------------------------------
+#
+# Each of these is a generator function: call it with ``yield from``. They use
+# non-blocking sockets: try the system call first, and only when it would
+# block, wait for the selector to say the socket is ready.
+
+_WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError)
+
+
+def sleep(seconds, result=None):
+    """Suspend for seconds (float); return result. sleep(0) yields once."""
+    if seconds <= 0:
+        yield
+        return result
+    loop = get_event_loop()
+    future = Future(loop)
+    timer = loop.call_later(seconds, _set_result_unless_done, future, result)
+    try:
+        return (yield from future)
+    finally:
+        timer.cancel()
+
+
+def _wait_for_io(sock, for_writing, timeout):
+    loop = get_event_loop()
+    future = Future(loop)
+    fd = sock.fileno()
+    if for_writing:
+        loop.add_writer(fd, _set_result_unless_done, future, None)
+    else:
+        loop.add_reader(fd, _set_result_unless_done, future, None)
+    timer = None
+    if timeout is not None:
+        action = "write to" if for_writing else "read from"
+        error = TimeoutError(f"timed out after {timeout:g} s waiting to {action} the socket")
+        timer = loop.call_later(timeout, _set_exception_unless_done, future, error)
+    try:
+        yield from future
+    finally:
+        if for_writing:
+            loop.remove_writer(fd)
+        else:
+            loop.remove_reader(fd)
+        if timer is not None:
+            timer.cancel()
+
+
+def wait_readable(sock, timeout=None):
+    """Suspend until sock is readable; TimeoutError after timeout seconds."""
+    return _wait_for_io(sock, False, timeout)
+
+
+def wait_writable(sock, timeout=None):
+    """Suspend until sock is writable; TimeoutError after timeout seconds."""
+    return _wait_for_io(sock, True, timeout)
+
+
+def connect(sock, address, timeout=None):
+    """Connect the socket (made non-blocking) to address.
+
+    Raises the OSError subclass that matches the socket's SO_ERROR, e.g.
+    ConnectionRefusedError, and TimeoutError after timeout seconds."""
+    sock.setblocking(False)
+    error = sock.connect_ex(address)
+    if error in (errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN, errno.EINTR):
+        yield from wait_writable(sock, timeout)
+        error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+    if error:
+        raise OSError(error, f"{os.strerror(error)} (connecting to {_format_address(address)})")
+
+
+def _format_address(address):
+    host, port = address[0], address[1]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def read(sock, max_bytes=65536, timeout=None):
+    """Receive up to max_bytes (int) from sock; return bytes, b'' at EOF.
+
+    Tries recv() first and waits for readability only when it would block,
+    so data already buffered (by the kernel, or as decrypted TLS records)
+    is returned without waiting. TimeoutError if no byte arrives within
+    timeout seconds."""
+    while True:
+        try:
+            return sock.recv(max_bytes)
+        except _WOULD_BLOCK:
+            yield from wait_readable(sock, timeout)
+        except ssl.SSLWantWriteError:  # TLS needs to send before it can read
+            yield from wait_writable(sock, timeout)
+
+
+def read_all(sock, timeout=None):
+    """Receive until EOF; return all the bytes."""
+    chunks = []
+    while True:
+        chunk = yield from read(sock, 65536, timeout)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def sendall(sock, data, timeout=None):
+    """Send every byte of data (bytes-like), however many send() calls that
+    takes; TimeoutError if the peer accepts nothing for timeout seconds."""
+    view = memoryview(data)
+    while view:
+        try:
+            sent = sock.send(view)
+        except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError):
+            yield from wait_writable(sock, timeout)
+        except ssl.SSLWantReadError:  # TLS needs to receive before it can send
+            yield from wait_readable(sock, timeout)
+        else:
+            view = view[sent:]
+
+
+def getaddrinfo(host, port):
+    """Resolve host (str) and port (int) to [(family, type, proto,
+    canonname, sockaddr)] for TCP. IP literals are parsed at once; names are
+    resolved in a worker thread so that DNS never blocks the loop. Raises
+    socket.gaierror when the name does not resolve."""
+    try:
+        return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                  flags=socket.AI_NUMERICHOST)
+    except socket.gaierror:
+        pass  # not an IP literal
+    loop = get_event_loop()
+    try:
+        return (yield from loop.run_in_thread(socket.getaddrinfo, host, port, 0, socket.SOCK_STREAM))
+    except socket.gaierror as error:
+        raise socket.gaierror(error.errno, f"{error.strerror} (resolving {host!r})") from None
+
+
+def start_tls(sock, context, server_hostname, timeout=None):
+    """Wrap a connected socket in TLS and complete the handshake without
+    blocking; return the ssl.SSLSocket. The certificate is verified and SNI
+    sent as the context says (ssl.create_default_context() does both).
+    Raises ssl.SSLError (ssl.SSLCertVerificationError for a certificate that
+    does not verify), TimeoutError after timeout seconds. On error the socket
+    is closed."""
+    tls = context.wrap_socket(sock, server_hostname=server_hostname,
+                              do_handshake_on_connect=False)
+    try:
+        while True:
+            try:
+                tls.do_handshake()
+                return tls
+            except ssl.SSLWantReadError:
+                yield from wait_readable(tls, timeout)
+            except ssl.SSLWantWriteError:
+                yield from wait_writable(tls, timeout)
+    except BaseException:
+        tls.close()
+        raise
+
+
+def open_connection(host, port, *, ssl_context=None, server_hostname=None,
+                    connect_timeout=None, read_timeout=None):
+    """Connect to host:port (resolving the name off the loop, trying each
+    address in turn, IPv6 and IPv4), optionally start TLS (server_hostname
+    defaults to host), and return a Stream.
+
+    Times in seconds: connect_timeout bounds each connection attempt and the
+    TLS handshake; read_timeout becomes the stream's idle read timeout.
+    Raises socket.gaierror, OSError (ConnectionRefusedError, ...),
+    TimeoutError, ssl.SSLError. No socket is left open on any error."""
+    addresses = yield from getaddrinfo(host, port)
+    sock = None
+    last_error = None
+    for family, type_, proto, _, address in addresses:
+        sock = socket.socket(family, type_, proto)
+        try:
+            yield from connect(sock, address, connect_timeout)
+            break
+        except OSError as error:
+            sock.close()
+            sock, last_error = None, error
+        except BaseException:
+            sock.close()
+            raise
+    if sock is None:
+        raise last_error or OSError(f"no address for {host}")
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if ssl_context is not None:
+            sock = yield from start_tls(sock, ssl_context, server_hostname or host, connect_timeout)
+    except BaseException:
+        sock.close()
+        raise
+    return Stream(sock, read_timeout)
+
+
+def wait_for(awaitable, timeout):
+    """Wait for awaitable (a Future or coroutine), at most timeout seconds
+    (None: no limit). On timeout the inner task is cancelled and the builtin
+    TimeoutError raised; when the waiting coroutine is cancelled, the inner
+    task is cancelled too."""
+    loop = get_event_loop()
+    inner = ensure_future(awaitable, loop)
+    if timeout is None:
+        return (yield from inner)
+    expired = []
+    timer = loop.call_later(timeout, _expire, inner, expired)
+    try:
+        return (yield from inner)
+    except CancelledError:
+        if expired:
+            raise TimeoutError(f"timed out after {timeout:g} s") from None
+        raise
+    finally:
+        timer.cancel()
+        if not inner.done():
+            inner.cancel()
+
+
+def _expire(inner, expired):
+    expired.append(True)
+    inner.cancel()
+
+
+def gather(*awaitables):
+    """Wait for all awaitables; return their results in order. The first
+    exception is raised once every one of them is done (none is left
+    running behind the caller's back)."""
+    futures = [ensure_future(awaitable) for awaitable in awaitables]
+    try:
+        for future in futures:
+            if not future.done():
+                yield from _wait_done(future)
+    except CancelledError:
+        for future in futures:
+            future.cancel()
+        raise
+    return [future.result() for future in futures]
+
+
+def _wait_done(future):
+    """Wait until future is done, without raising its exception."""
+    waiter = Future(future._loop)
+    future.add_done_callback(lambda _: _set_result_unless_done(waiter, None))
+    yield from waiter
+
+
+class IncompleteReadError(EOFError):
+    """EOF came before the expected bytes: ``partial`` holds what arrived,
+    ``expected`` the byte count (or None for a missing separator)."""
+
+    def __init__(self, partial, expected):
+        what = f"{expected} bytes" if expected is not None else "the end of a line"
+        super().__init__(f"connection closed after {len(partial)} bytes, before {what}")
+        self.partial = partial
+        self.expected = expected
+
+
+class LimitOverrunError(Exception):
+    """A line or block was longer than the limit given to the read."""
+
+
+class Stream:
+    """A buffered byte stream over a connected non-blocking socket (plain or
+    TLS): the reads protocol code needs, so that it never parses raw recv()
+    chunks by hand.
+
+    read_timeout (seconds or None) bounds how long any single read waits for
+    the next byte: TimeoutError. Counters bytes_received and bytes_sent count
+    bytes on the wire (after TLS decryption)."""
+
+    def __init__(self, sock, read_timeout=None):
+        self.sock = sock
+        self.read_timeout = read_timeout
+        self.bytes_received = 0
+        self.bytes_sent = 0
+        self._buffer = bytearray()
+        self._eof = False
+
+    def __repr__(self):
+        return f"<Stream fd={self.sock.fileno()} buffered={len(self._buffer)}>"
+
+    def _fill(self):
+        """Read more bytes into the buffer; return False at EOF."""
+        if self._eof:
+            return False
+        data = yield from read(self.sock, 65536, self.read_timeout)
+        if not data:
+            self._eof = True
+            return False
+        self.bytes_received += len(data)
+        self._buffer += data
+        return True
+
+    def buffered(self):
+        """How many bytes have been received but not read yet."""
+        return len(self._buffer)
+
+    def at_eof(self):
+        """True when the peer closed and the buffer is empty."""
+        return self._eof and not self._buffer
+
+    def read(self, max_bytes=65536):
+        """Return up to max_bytes bytes; b'' only at EOF."""
+        if not self._buffer:
+            if self._eof:
+                return b""
+            if not (yield from self._fill()):
+                return b""
+        data = bytes(self._buffer[:max_bytes])
+        del self._buffer[:max_bytes]
+        return data
+
+    def readexactly(self, count):
+        """Return exactly count bytes; IncompleteReadError at an early EOF."""
+        while len(self._buffer) < count:
+            if not (yield from self._fill()):
+                partial = bytes(self._buffer)
+                self._buffer.clear()
+                raise IncompleteReadError(partial, count)
+        data = bytes(self._buffer[:count])
+        del self._buffer[:count]
+        return data
+
+    def readuntil(self, separator=b"\n", limit=65536):
+        """Return bytes up to and including separator.
+
+        LimitOverrunError when limit bytes arrive without it;
+        IncompleteReadError when the stream ends first."""
+        start = 0
+        while True:
+            index = self._buffer.find(separator, start)
+            if index >= 0:
+                end = index + len(separator)
+                if end > limit:
+                    break
+                data = bytes(self._buffer[:end])
+                del self._buffer[:end]
+                return data
+            if len(self._buffer) > limit:
+                break
+            start = max(0, len(self._buffer) - len(separator) + 1)
+            if not (yield from self._fill()):
+                partial = bytes(self._buffer)
+                self._buffer.clear()
+                raise IncompleteReadError(partial, None)
+        raise LimitOverrunError(f"no {separator!r} within {limit} bytes")
+
+    def readline(self, limit=65536):
+        """Return one line including its b'\\n' (see readuntil)."""
+        return self.readuntil(b"\n", limit)
+
+    def write(self, data):
+        """Send all of data (bytes-like)."""
+        yield from sendall(self.sock, data, self.read_timeout)
+        self.bytes_sent += len(data)
+
+    def close(self):
+        """Close the socket; safe to call twice."""
+        self.sock.close()
+
+    @property
+    def closed(self):
+        return self.sock.fileno() < 0
+
+
+# ---------------------------------------------------------------------------
+# 4. The queue
+# ---------------------------------------------------------------------------
+
+
+class QueueEmpty(Exception):
+    """get_nowait() on an empty queue."""
+
+
+class QueueFull(Exception):
+    """put_nowait() on a full queue."""
+
+
+class Queue:
+    """A FIFO queue for coroutines, with join() for "all work is done".
+
+    maxsize <= 0 means unbounded. Every put() adds one unfinished item;
+    task_done() marks one finished; join() waits until none is unfinished.
+    """
+
+    def __init__(self, maxsize=0):
+        self.maxsize = maxsize
+        self._items = collections.deque()
+        self._getters = collections.deque()  # Futures of coroutines in get()
+        self._putters = collections.deque()  # Futures of coroutines in put()
+        self._unfinished = 0
+        self._joiners = []  # Futures of coroutines in join()
+
+    def __repr__(self):
+        return f"<Queue size={len(self._items)} unfinished={self._unfinished}>"
+
+    def qsize(self):
+        return len(self._items)
+
+    def empty(self):
+        return not self._items
+
+    def full(self):
+        return 0 < self.maxsize <= len(self._items)
+
+    @property
+    def unfinished(self):
+        """Items put but not yet marked with task_done()."""
+        return self._unfinished
+
+    def put_nowait(self, item):
+        """Add item at once; QueueFull if the queue is full."""
+        if self.full():
+            raise QueueFull()
+        self._items.append(item)
+        self._unfinished += 1
+        _wake_first(self._getters)
+
+    def put(self, item):
+        """Add item, waiting while the queue is full."""
+        while self.full():
+            yield from self._wait(self._putters, self._getters)
+        self.put_nowait(item)
+
+    def get_nowait(self):
+        """Remove and return the first item; QueueEmpty if there is none."""
+        if not self._items:
+            raise QueueEmpty()
+        item = self._items.popleft()
+        _wake_first(self._putters)
+        return item
+
+    def get(self):
+        """Remove and return the first item, waiting while there is none."""
+        while not self._items:
+            yield from self._wait(self._getters, self._putters)
+        return self.get_nowait()
+
+    def _wait(self, waiters, others):
+        waiter = Future()
+        waiters.append(waiter)
+        try:
+            yield from waiter
+        except CancelledError:
+            # If we were woken and then cancelled, pass the wake-up on, so
+            # that the item (or the free slot) we were told about is not lost.
+            if waiter in waiters:
+                waiters.remove(waiter)
+            elif waiter.done():
+                _wake_first(waiters)
+            raise
+
+    def task_done(self):
+        """Mark one item finished; ValueError if called more than put()."""
+        if self._unfinished <= 0:
+            raise ValueError("task_done() called more times than items were put")
+        self._unfinished -= 1
+        if self._unfinished == 0:
+            joiners, self._joiners = self._joiners, []
+            for joiner in joiners:
+                _set_result_unless_done(joiner, None)
+
+    def join(self):
+        """Wait until every item put has been marked with task_done()."""
+        if self._unfinished:
+            joiner = Future()
+            self._joiners.append(joiner)
+            yield from joiner
+
+
+def _wake_first(waiters):
+    while waiters:
+        waiter = waiters.popleft()
+        if not waiter.done():
+            waiter.set_result(None)
+            return
+
+
+# ---------------------------------------------------------------------------
+# 5. HTTP/1.1
+# ---------------------------------------------------------------------------
+#
+# A client that speaks HTTP/1.1 (RFC 9110 semantics, RFC 9112 syntax) over
+# the runtime's Streams: it writes a request, reads the status line and the
+# field section, works out the message body length, reads the body (chunked
+# or not), decodes gzip or deflate, and keeps the connection for the next
+# request to the same origin when that is safe.
+
+DEFAULT_USER_AGENT = f"crawl.py/{__version__} (+python)"
+DEFAULT_ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"
+MAX_FIELD_SECTION_BYTES = 64 * 1024  # status line, fields and trailers
+MAX_FIELD_COUNT = 200
+DEFAULT_MAX_BODY_SIZE = 10 * 1024 * 1024
+DEFAULT_PORTS = {"http": 80, "https": 443}
+IDEMPOTENT_METHODS = {"GET", "HEAD"}
+
+
+class HTTPError(Exception):
+    """Base of the HTTP errors: the server's message broke a rule, or the
+    body could not be read or decoded in full.
+
+    ``url`` is the request URL; ``response`` is the partial Response when
+    the status line and fields had arrived (else None); ``kind`` is the
+    short error kind a crawler records."""
+
+    kind = "http"
+
+    def __init__(self, message, url=None, response=None):
+        super().__init__(f"{url}: {message}" if url else message)
+        self.url = url
+        self.response = response
+
+
+class ProtocolError(HTTPError):
+    """The response is not valid HTTP/1.x (status line, fields, framing)."""
+
+    kind = "protocol"
+
+
+class BodyTooLarge(HTTPError):
+    """The body is longer than the client's max_body_size; the partial
+    response holds the first max_body_size bytes."""
+
+    kind = "too_large"
+
+
+class TruncatedBody(HTTPError):
+    """The connection ended before the body's declared length."""
+
+    kind = "truncated"
+
+
+class ContentDecodingError(HTTPError):
+    """The Content-Encoding could not be decoded (corrupt or unsupported)."""
+
+    kind = "decoding"
+
+
+class Fields:
+    """An HTTP field section (RFC 9110 §5): names are case-insensitive,
+    repeated fields are kept in the order received.
+
+    ``get(name)`` combines repeated fields with ", " (RFC 9110 §5.3);
+    ``get_all(name)`` gives the list of values."""
+
+    __slots__ = ("_pairs", "_by_name")
+
+    def __init__(self, pairs=()):
+        self._pairs = []
+        self._by_name = {}
+        for name, value in pairs:
+            self.add(name, value)
+
+    def add(self, name, value):
+        self._pairs.append((name, value))
+        self._by_name.setdefault(name.lower(), []).append(value)
+
+    def get(self, name, default=None):
+        values = self._by_name.get(name.lower())
+        return ", ".join(values) if values else default
+
+    def get_all(self, name):
+        return list(self._by_name.get(name.lower(), ()))
+
+    def __contains__(self, name):
+        return name.lower() in self._by_name
+
+    def __getitem__(self, name):
+        value = self.get(name)
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def items(self):
+        """(name, value) pairs as received."""
+        return list(self._pairs)
+
+    def __len__(self):
+        return len(self._pairs)
+
+    def __repr__(self):
+        return f"Fields({self._pairs!r})"
+
+
+class Response:
+    """A response as received.
+
+    url (str), status (int), reason (str), http_version (str, "HTTP/1.1"),
+    headers (Fields), body (bytes, after transfer and content decoding),
+    content_type (str, lower case, no parameters, "" if absent), charset
+    (str or None, from Content-Type), wire_bytes (int: bytes received for
+    it, status line and fields included), truncated (bool: the body is
+    partial; only seen on the response attached to an HTTPError), elapsed
+    (float seconds from sending the request to the end of the body)."""
+
+    __slots__ = ("url", "status", "reason", "http_version", "headers", "body",
+                 "wire_bytes", "truncated", "elapsed")
+
+    def __init__(self, url, status, reason, http_version, headers, body=b""):
+        self.url = url
+        self.status = status
+        self.reason = reason
+        self.http_version = http_version
+        self.headers = headers
+        self.body = body
+        self.wire_bytes = 0
+        self.truncated = False
+        self.elapsed = 0.0
+
+    def __repr__(self):
+        return f"<Response {self.status} {self.url} {len(self.body)} bytes>"
+
+    @property
+    def content_type(self):
+        value = self.headers.get("content-type") or ""
+        return value.split(";", 1)[0].strip().lower()
+
+    @property
+    def charset(self):
+        return parse_charset(self.headers.get("content-type") or "")
+
+    @property
+    def location(self):
+        """The Location field (str) or None."""
+        return self.headers.get("location")
+
+
+def parse_charset(content_type):
+    """The charset parameter of a Content-Type value (lower case), or None."""
+    for parameter in content_type.split(";")[1:]:
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            value = value.strip().strip("\"'").strip().lower()
+            return value or None
+    return None
+
+
+# Parsing a response ---------------------------------------------------------
+
+
+def parse_status_line(line, url=None):
+    """Parse b'HTTP/1.1 200 OK\\r\\n' into ("HTTP/1.1", 200, "OK").
+
+    The grammar is HTTP-version SP 3DIGIT [SP reason-phrase] (RFC 9112 §4);
+    a missing reason phrase is fine. ProtocolError otherwise, naming the
+    bytes seen."""
+    text = line.rstrip(b"\r\n")
+    version, _, rest = text.partition(b" ")
+    code, _, reason = rest.partition(b" ")
+    if (len(version) != 8 or not version.startswith(b"HTTP/1.") or not version[7:8].isdigit()
+            or len(code) != 3 or not code.isdigit()):
+        raise ProtocolError(f"invalid status line {bytes(line[:100])!r}", url)
+    return version.decode("ascii"), int(code), reason.strip().decode("latin-1")
+
+
+def parse_fields(lines, url=None):
+    """Parse field lines (bytes, without the blank line ending the section)
+    into Fields. Bare-LF line endings are tolerated; obsolete line folding
+    (a line starting with SP or HTAB) is unfolded into the previous value
+    (RFC 9112 §5.2). ProtocolError for a line that is not name: value."""
+    fields = Fields()
+    name = value = None
+    for raw in lines:
+        line = raw.rstrip(b"\r\n")
+        if line[:1] in (b" ", b"\t"):
+            if name is None:
+                raise ProtocolError(f"continuation line before any field {bytes(line[:100])!r}", url)
+            value = value + " " + line.strip().decode("latin-1")
+            continue
+        if name is not None:
+            fields.add(name, value)
+        name, colon, rest = line.partition(b":")
+        if not colon or not name or name != name.strip() or b" " in name:
+            raise ProtocolError(f"invalid field line {bytes(line[:100])!r}", url)
+        name = name.decode("latin-1")
+        value = rest.strip(b" \t").decode("latin-1")
+    if name is not None:
+        fields.add(name, value)
+    return fields
+
+
+def _read_field_lines(stream, budget, url):
+    """Read lines up to the blank line; returns (lines, budget left).
+    ProtocolError when the section exceeds the byte budget or the count."""
+    lines = []
+    while True:
+        try:
+            line = yield from stream.readline(budget)
+        except LimitOverrunError:
+            raise ProtocolError(f"field section larger than {MAX_FIELD_SECTION_BYTES} bytes", url) from None
+        budget -= len(line)
+        if line in (b"\r\n", b"\n"):
+            return lines, budget
+        lines.append(line)
+        if len(lines) > MAX_FIELD_COUNT:
+            raise ProtocolError(f"more than {MAX_FIELD_COUNT} fields", url)
+
+
+def _read_head(stream, url):
+    """Read the status line and field section of the final response,
+    skipping interim 1xx responses (RFC 9110 §15.2). Returns (version,
+    status, reason, Fields)."""
+    budget = MAX_FIELD_SECTION_BYTES
+    while True:
+        try:
+            line = yield from stream.readline(budget)
+        except LimitOverrunError:
+            raise ProtocolError(f"status line longer than {MAX_FIELD_SECTION_BYTES} bytes", url) from None
+        budget -= len(line)
+        version, status, reason = parse_status_line(line, url)
+        lines, budget = yield from _read_field_lines(stream, budget, url)
+        fields = parse_fields(lines, url)
+        if status == 101:
+            raise ProtocolError("101 Switching Protocols was not asked for", url)
+        if status >= 200 or status < 100:
+            return version, status, reason, fields
+
+
+def _content_length(fields, url):
+    """The Content-Length as an int, or None when absent. Identical values,
+    repeated or listed, are one value; conflicting or invalid values are a
+    ProtocolError (RFC 9110 §8.6)."""
+    values = fields.get_all("content-length")
+    if not values:
+        return None
+    lengths = {part.strip() for value in values for part in value.split(",")}
+    if len(lengths) != 1:
+        raise ProtocolError(f"conflicting Content-Length values {values!r}", url)
+    length = lengths.pop()
+    if not length.isdigit() or not length.isascii():
+        raise ProtocolError(f"invalid Content-Length {length!r}", url)
+    return int(length)
+
+
+def _transfer_codings(fields):
+    return [coding.strip().lower()
+            for value in fields.get_all("transfer-encoding")
+            for coding in value.split(",") if coding.strip()]
+
+
+def body_framing(method, status, fields, url=None):
+    """How the body's length is known, in the order of RFC 9112 §6.3.
+
+    Returns (framing, length, reusable): framing is "none", "chunked",
+    "length" (length is the byte count) or "close" (read until the server
+    closes); reusable is False when the connection must not carry another
+    request whatever the rest of the response says."""
+    if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
+        return "none", 0, True
+    codings = _transfer_codings(fields)
+    if codings:
+        if codings != ["chunked"]:
+            raise ProtocolError(f"unsupported Transfer-Encoding {', '.join(codings)!r}", url)
+        # Chunked wins over Content-Length, but a message with both is
+        # suspect (request smuggling): do not reuse its connection.
+        return "chunked", None, "content-length" not in fields
+    length = _content_length(fields, url)
+    if length is not None:
+        return "length", length, True
+    return "close", None, False
+
+
+def wants_keep_alive(http_version, fields):
+    """Whether the server lets the connection persist (RFC 9112 §9.3):
+    HTTP/1.1 unless "Connection: close"; HTTP/1.0 only with keep-alive."""
+    options = {option.strip().lower() for option in (fields.get("connection") or "").split(",")}
+    if "close" in options:
+        return False
+    return http_version != "HTTP/1.0" or "keep-alive" in options
+
+
+class ContentDecoder:
+    """Collects a body, decoding its Content-Encoding as it arrives and
+    keeping at most max_size decoded bytes.
+
+    feed(data) returns False once the limit is reached (the body is cut
+    there); ContentDecodingError for corrupt or unsupported codings.
+    Supported: identity, gzip / x-gzip, and deflate both as RFC 1950
+    zlib-wrapped data and as the raw DEFLATE stream many servers send."""
+
+    def __init__(self, content_encoding, max_size, url=None):
+        codings = [c.strip().lower() for c in (content_encoding or "").split(",") if c.strip()]
+        codings = [c for c in codings if c != "identity"]
+        if len(codings) > 1 or (codings and codings[0] not in ("gzip", "x-gzip", "deflate")):
+            raise ContentDecodingError(f"unsupported Content-Encoding {content_encoding!r}", url)
+        self.coding = codings[0] if codings else None
+        self.max_size = max_size
+        self.url = url
+        self.body = bytearray()
+        self.too_large = False
+        self._decompressor = None
+        self._undecided = b""  # deflate: input kept until zlib vs raw is known
+        if self.coding in ("gzip", "x-gzip"):
+            self._decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+
+    def feed(self, data):
+        if self.coding is None:
+            return self._keep(data)
+        if self.coding == "deflate" and self._decompressor is None:
+            data = self._choose_deflate_format(data)
+            if data is None:
+                return True
+        room = self.max_size - len(self.body)
+        try:
+            decoded = self._decompressor.decompress(data, room + 1)
+        except zlib.error as error:
+            raise ContentDecodingError(f"cannot decode {self.coding} body: {error}", self.url) from None
+        return self._keep(decoded)
+
+    def _choose_deflate_format(self, data):
+        # "deflate" means zlib-wrapped (RFC 9110 §8.4.1.2), but many servers
+        # send raw DEFLATE: try zlib on the first two bytes, fall back to raw.
+        data = self._undecided + data
+        if len(data) < 2:
+            self._undecided = data
+            return None
+        self._undecided = b""
+        try:
+            zlib.decompressobj().decompress(data[:2])
+            self._decompressor = zlib.decompressobj()
+        except zlib.error:
+            self._decompressor = zlib.decompressobj(-zlib.MAX_WBITS)
+        return data
+
+    def _keep(self, data):
+        room = self.max_size - len(self.body)
+        if len(data) > room:
+            self.body += data[:room]
+            self.too_large = True
+            return False
+        self.body += data
+        return True
+
+    def finish(self):
+        """Decode what the decompressor still holds; return the body."""
+        if self._undecided and not self.too_large:
+            self._decompressor = zlib.decompressobj(-zlib.MAX_WBITS)
+            self.feed(b"")
+        if self._decompressor is not None and not self.too_large:
+            try:
+                self._keep(self._decompressor.flush())
+            except zlib.error as error:
+                raise ContentDecodingError(f"cannot decode {self.coding} body: {error}", self.url) from None
+        return bytes(self.body)
+
+
+def _read_length_body(stream, length, decoder):
+    """Feed exactly length bytes to decoder; returns "complete", "too_large"
+    or "truncated"."""
+    remaining = length
+    while remaining:
+        data = yield from stream.read(min(remaining, 65536))
+        if not data:
+            return "truncated"
+        remaining -= len(data)
+        if not decoder.feed(data):
+            return "too_large"
+    return "complete"
+
+
+def _read_close_body(stream, decoder):
+    while True:
+        data = yield from stream.read()
+        if not data:
+            return "complete"
+        if not decoder.feed(data):
+            return "too_large"
+
+
+def _read_chunked_body(stream, decoder, url):
+    """Read the chunked transfer coding (RFC 9112 §7.1): chunk extensions
+    are ignored, trailer fields read and discarded."""
+    while True:
+        try:
+            line = yield from stream.readline(4096)
+        except LimitOverrunError:
+            raise ProtocolError("chunk-size line longer than 4096 bytes", url) from None
+        except IncompleteReadError:
+            return "truncated"
+        size_text = line.split(b";", 1)[0].strip(b" \t\r\n")
+        if not size_text or size_text.strip(b"0123456789abcdefABCDEF"):
+            raise ProtocolError(f"malformed chunk size {bytes(line[:40])!r}", url)
+        size = int(size_text, 16)
+        if size == 0:
+            break
+        outcome = yield from _read_length_body(stream, size, decoder)
+        if outcome != "complete":
+            return outcome
+        try:
+            end = yield from stream.readline(2)
+        except (LimitOverrunError, IncompleteReadError):
+            end = None
+        if end not in (b"\r\n", b"\n"):
+            raise ProtocolError("chunk data not followed by CRLF", url)
+    try:
+        yield from _read_field_lines(stream, MAX_FIELD_SECTION_BYTES, url)  # trailers
+    except IncompleteReadError:
+        return "truncated"
+    return "complete"
+
+
+def read_response(stream, method, url, max_body_size=DEFAULT_MAX_BODY_SIZE):
+    """Read one response from stream (a coroutine).
+
+    Returns (Response, reusable): reusable says whether the connection may
+    carry another request. Raises ProtocolError, BodyTooLarge,
+    TruncatedBody, ContentDecodingError (each with the partial response
+    when the head had arrived), IncompleteReadError when the connection
+    closes before a complete head, and OSError / TimeoutError from the
+    socket."""
+    received_before = stream.bytes_received - stream.buffered()
+    version, status, reason, fields = yield from _read_head(stream, url)
+    response = Response(url, status, reason, version, fields)
+    framing, length, reusable = body_framing(method, status, fields, url)
+    if length is not None and length > max_body_size:
+        response.truncated = True
+        raise BodyTooLarge(f"Content-Length {length} exceeds the limit of {max_body_size} bytes",
+                           url, response)
+    decoder = ContentDecoder(fields.get("content-encoding"), max_body_size, url)
+    try:
+        if framing == "none":
+            outcome = "complete"
+        elif framing == "length":
+            outcome = yield from _read_length_body(stream, length, decoder)
+        elif framing == "chunked":
+            outcome = yield from _read_chunked_body(stream, decoder, url)
+        else:
+            outcome = yield from _read_close_body(stream, decoder)
+        response.body = decoder.finish()
+    except HTTPError as error:
+        response.body = bytes(decoder.body)
+        response.truncated = True
+        error.response = response
+        raise
+    finally:
+        response.wire_bytes = stream.bytes_received - stream.buffered() - received_before
+    if outcome != "complete":
+        response.truncated = True
+        if outcome == "too_large":
+            raise BodyTooLarge(f"body exceeds the limit of {max_body_size} bytes", url, response)
+        raise TruncatedBody(f"connection closed after {len(response.body)} of the body's bytes"
+                            + (f" (Content-Length {length})" if framing == "length" else ""),
+                            url, response)
+    # Bytes after the body mean the framing is in doubt (e.g. a 304 sent
+    # with a body): never send another request on this connection.
+    reusable = (reusable and framing != "close" and wants_keep_alive(version, fields)
+                and not stream.buffered())
+    return response, reusable
+
+
+# Writing a request -------------------------------------------------------------
+
+
+def split_url(url):
+    """Split an http(s) URL into (scheme, host, port, target): host in its
+    ASCII (IDNA) form without brackets, port an int, target the
+    percent-encoded path and query (RFC 9112 §3.2). Userinfo is dropped,
+    never sent. ValueError for another scheme, a missing host or a bad
+    port."""
+    parts = urllib.parse.urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    if scheme not in DEFAULT_PORTS:
+        raise ValueError(f"unsupported URL scheme {scheme!r} in {url!r}: only http and https")
+    host = parts.hostname
+    if not host:
+        raise ValueError(f"no host in URL {url!r}")
+    port = parts.port or DEFAULT_PORTS[scheme]  # ValueError for a bad port
+    return scheme, ascii_host(host), port, request_target(parts.path, parts.query)
+
+
+def ascii_host(host):
+    """The host's ASCII form: IDNA-encoded when it has non-ASCII letters
+    (ValueError if that fails), lower case."""
+    host = host.lower()
+    if host.isascii():
+        return host
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        raise ValueError(f"invalid international host name {host!r}") from None
+
+
+_LONE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
+def percent_encode(text, safe):
+    """Percent-encode what is not safe (non-ASCII as UTF-8), keeping
+    existing %XX escapes (never double-encode) and escaping a lone '%'."""
+    text = _LONE_PERCENT.sub("%25", text)
+    return urllib.parse.quote(text, safe=safe + "%")
+
+
+_PATH_SAFE = "/:@!$&'()*+,;=-._~"
+_QUERY_SAFE = _PATH_SAFE + "?"
+
+
+def request_target(path, query):
+    """The origin-form request target: path ("/" if empty) and query."""
+    target = percent_encode(path, _PATH_SAFE) or "/"
+    if not target.startswith("/"):
+        target = "/" + target
+    if query:
+        target += "?" + percent_encode(query, _QUERY_SAFE)
+    return target
+
+
+def host_field(scheme, host, port):
+    """The Host field value: brackets around IPv6 literals, the port only
+    when it is not the scheme's default (RFC 9110 §7.2)."""
+    if ":" in host:
+        host = f"[{host}]"
+    return host if port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
+
+
+def _check_field_value(name, value):
+    if any(c in value for c in "\r\n\0"):
+        raise ValueError(f"{name} must not contain CR, LF or NUL: {value!r}")
+    return value
+
+
+class ConnectionPool:
+    """Idle persistent connections, keyed by origin (scheme, host, port).
+
+    At most max_per_origin idle Streams per origin and max_total in all;
+    the oldest idle connection is closed to make room."""
+
+    def __init__(self, max_per_origin=10, max_total=100):
+        self.max_per_origin = max_per_origin
+        self.max_total = max_total
+        self._idle = {}  # origin -> [Stream], most recently used last
+        self._order = collections.OrderedDict()  # Stream -> origin, oldest first
+
+    def __len__(self):
+        return len(self._order)
+
+    def get(self, origin):
+        """An idle Stream for origin that still looks alive, or None."""
+        streams = self._idle.get(origin)
+        while streams:
+            stream = streams.pop()
+            del self._order[stream]
+            if _looks_alive(stream):
+                return stream
+            stream.close()
+        return None
+
+    def put(self, origin, stream):
+        """Keep stream for reuse (or close it if the pool may not hold it)."""
+        if self.max_per_origin <= 0 or self.max_total <= 0:
+            stream.close()
+            return
+        streams = self._idle.setdefault(origin, [])
+        if len(streams) >= self.max_per_origin:
+            self._discard(streams[0])
+        while len(self._order) >= self.max_total:
+            self._discard(next(iter(self._order)))
+        streams.append(stream)
+        self._order[stream] = origin
+
+    def _discard(self, stream):
+        origin = self._order.pop(stream)
+        self._idle[origin].remove(stream)
+        stream.close()
+
+    def close(self):
+        """Close every idle connection."""
+        for stream in self._order:
+            stream.close()
+        self._idle.clear()
+        self._order.clear()
+
+
+def _looks_alive(stream):
+    """False when an idle connection has been closed by the server or has
+    unexpected bytes waiting (peeked without consuming them)."""
+    if stream.buffered() or stream.closed:
+        return False
+    sock = stream.sock
+    try:
+        # socket.socket.recv also peeks below TLS: a TLS record waiting may
+        # be a harmless session ticket, so only EOF counts against TLS.
+        data = socket.socket.recv(sock, 1, socket.MSG_PEEK)
+    except (BlockingIOError, InterruptedError):
+        return True
+    except OSError:
+        return False
+    return bool(data) and isinstance(sock, ssl.SSLSocket)
+
+
+class _StaleConnection(Exception):
+    """A reused connection failed before any byte of the response."""
+
+
+class Client:
+    """An HTTP/1.1 client with a pool of persistent connections.
+
+    Options (times in seconds, sizes in bytes):
+      user_agent       the User-Agent field
+      connect_timeout  each TCP connect and TLS handshake (default 10)
+      read_timeout     longest wait for the next byte (default 30)
+      timeout          total deadline per fetch, connecting included
+                       (default 60): a server trickling bytes cannot extend it
+      max_body_size    decoded body limit (default 10 MiB)
+      max_idle_per_origin, max_idle   pool caps (default 10 and 100)
+      verify           verify TLS certificates (default True); False is a
+                       loud opt-in: it is logged as a warning
+      cafile           a PEM file of extra CA certificates to trust
+
+    Use ``response = yield from client.fetch(url)``; close() closes every
+    socket. All errors are described at fetch()."""
+
+    def __init__(self, *, user_agent=DEFAULT_USER_AGENT, connect_timeout=10.0,
+                 read_timeout=30.0, timeout=60.0, max_body_size=DEFAULT_MAX_BODY_SIZE,
+                 max_idle_per_origin=10, max_idle=100, verify=True, cafile=None,
+                 accept=DEFAULT_ACCEPT):
+        self.user_agent = _check_field_value("user agent", user_agent)
+        self.accept = _check_field_value("accept", accept)
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.timeout = timeout
+        self.max_body_size = max_body_size
+        self.verify = verify
+        self.cafile = cafile
+        self.pool = ConnectionPool(max_idle_per_origin, max_idle)
+        self._active = set()  # Streams carrying a request right now
+        self._ssl_context = None
+        self.connections_opened = 0
+        if not verify:
+            logger.warning("TLS certificate verification is DISABLED: any server can "
+                           "impersonate any host")
+
+    def ssl_context(self):
+        """The client's ssl.SSLContext, made on first use."""
+        if self._ssl_context is None:
+            context = ssl.create_default_context()
+            if self.cafile:
+                context.load_verify_locations(self.cafile)
+            if not self.verify:
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+            self._ssl_context = context
+        return self._ssl_context
+
+    def fetch(self, url, method="GET", headers=None):
+        """Fetch url (str) with method "GET" or "HEAD"; return a Response.
+
+        headers: extra (name, value) pairs or a dict. Raises:
+          ValueError            the URL is not http(s) or has no host
+          socket.gaierror       the host name does not resolve
+          OSError               connecting or sending failed
+                                (ConnectionRefusedError, ...)
+          ssl.SSLError          TLS failed (SSLCertVerificationError when the
+                                certificate does not verify)
+          TimeoutError          connect, idle read or total deadline passed
+          ProtocolError, BodyTooLarge, TruncatedBody, ContentDecodingError
+                                (HTTPError subclasses, with .response)
+        A reused connection that the server had closed is retried once on a
+        new connection, for GET and HEAD."""
+        scheme, host, port, target = split_url(url)
+        request = self._request_bytes(method, target, host_field(scheme, host, port), headers)
+        exchange = self._exchange((scheme, host, port), request, method, url)
+        try:
+            return (yield from wait_for(exchange, self.timeout))
+        except TimeoutError as error:
+            raise TimeoutError(f"{url}: {error}") from None
+
+    def _request_bytes(self, method, target, host, headers):
+        lines = [f"{method} {target} HTTP/1.1", f"Host: {host}",
+                 f"User-Agent: {self.user_agent}", f"Accept: {self.accept}",
+                 "Accept-Encoding: gzip, deflate", "Connection: keep-alive"]
+        for name, value in (headers.items() if isinstance(headers, dict) else headers or ()):
+            lines.append(f"{name}: {_check_field_value(name, value)}")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    def _exchange(self, origin, request, method, url):
+        started = time.monotonic()
+        stream = self.pool.get(origin)
+        if stream is not None:
+            try:
+                return (yield from self._send_and_read(stream, origin, request, method, url,
+                                                       True, started))
+            except _StaleConnection:
+                logger.debug("%s: reused connection was closed by the server; retrying", url)
+        stream = yield from self._connect(origin)
+        return (yield from self._send_and_read(stream, origin, request, method, url,
+                                               False, started))
+
+    def _connect(self, origin):
+        scheme, host, port = origin
+        context = self.ssl_context() if scheme == "https" else None
+        stream = yield from open_connection(host, port, ssl_context=context,
+                                            connect_timeout=self.connect_timeout,
+                                            read_timeout=self.read_timeout)
+        self.connections_opened += 1
+        return stream
+
+    def _send_and_read(self, stream, origin, request, method, url, reused, started):
+        self._active.add(stream)
+        reusable = False
+        received_before = stream.bytes_received
+        try:
+            try:
+                yield from stream.write(request)
+                response, reusable = yield from read_response(stream, method, url,
+                                                              self.max_body_size)
+            except (ConnectionResetError, BrokenPipeError, IncompleteReadError) as error:
+                nothing_received = stream.bytes_received == received_before
+                if reused and nothing_received and method in IDEMPOTENT_METHODS:
+                    raise _StaleConnection() from error
+                if isinstance(error, IncompleteReadError):
+                    raise ProtocolError(f"connection closed before a complete response head "
+                                        f"({len(error.partial)} bytes received)", url) from None
+                raise
+            response.elapsed = time.monotonic() - started
+            return response
+        finally:
+            self._active.discard(stream)
+            if reusable and not stream.closed:
+                self.pool.put(origin, stream)
+            else:
+                stream.close()
+
+    def close(self):
+        """Close every connection, idle or in use."""
+        self.pool.close()
+        for stream in list(self._active):
+            stream.close()
+        self._active.clear()
+
+
+def fetch(url, method="GET", **options):
+    """Fetch one URL with a one-off Client (options as for Client); a
+    coroutine returning a Response. The connection is closed afterwards."""
+    client = Client(**options)
+    try:
+        return (yield from client.fetch(url, method))
+    finally:
+        client.close()
