@@ -26,14 +26,17 @@ Read it in this order (each part has a section header):
   9. The report and the command line
 """
 
+import codecs
 import collections
 import errno
 import heapq
+import html.parser
 import itertools
 import logging
 import os
 import re
 import selectors
+import signal
 import socket
 import ssl
 import sys
@@ -1933,3 +1936,1144 @@ def fetch(url, method="GET", **options):
         return (yield from client.fetch(url, method))
     finally:
         client.close()
+
+
+# ---------------------------------------------------------------------------
+# 6. URLs and links
+# ---------------------------------------------------------------------------
+#
+# Two URLs that name the same resource must look the same before they meet
+# the crawler's seen set, or the page is fetched twice. normalize_url()
+# applies RFC 3986 §6.2.2 (case, percent-encoding and path segment
+# normalization) plus what browsers do with the links people actually write
+# (whitespace around them, a raw space inside, a "//host" link). Link
+# extraction reads the href of <a> and <area> and the src of <frame> and
+# <iframe> with html.parser.
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_LINK_WHITESPACE = " \t\n\f\r"  # the ASCII whitespace the HTML standard strips
+_REMOVED_INSIDE = str.maketrans("", "", "\t\n\r")  # as browsers do (WHATWG URL)
+
+
+def _normalize_escape(match):
+    char = chr(int(match.group(1), 16))
+    return char if char in _UNRESERVED else "%" + match.group(1).upper()
+
+
+def _normalize_component(text, safe):
+    """Percent-encode what must be (never re-encoding an escape), then
+    uppercase escapes and decode escaped unreserved characters."""
+    text = percent_encode(text, safe)
+    return _ESCAPE.sub(_normalize_escape, text) if "%" in text else text
+
+
+def remove_dot_segments(path):
+    """Resolve "." and ".." segments of a path (RFC 3986 §5.2.4)."""
+    if "." not in path:
+        return path
+    output = []
+    segments = path.split("/")
+    for index, segment in enumerate(segments):
+        last = index == len(segments) - 1
+        if segment == ".":
+            if last:
+                output.append("")
+        elif segment == "..":
+            if len(output) > 1:
+                output.pop()
+            if last:
+                output.append("")
+        else:
+            output.append(segment)
+    result = "/".join(output)
+    if path.startswith("/") and not result.startswith("/"):
+        result = "/" + result
+    return result
+
+
+def normalize_url(link, base=None):
+    """Resolve link (str) against base (an absolute URL, or None) and return
+    the normalized absolute http(s) URL (str), or None when the link is not
+    one to follow: empty, fragment-only, or another scheme (mailto:, tel:,
+    javascript:, data:, ftp:, ...).
+
+    Rules: ASCII whitespace around the link is stripped and TAB, LF and CR
+    inside it removed; the fragment and any userinfo are dropped; scheme and
+    host are lower-cased, the host IDNA-encoded, the default port dropped;
+    an empty path becomes "/"; dot-segments are removed; percent-escapes
+    get upper-case hex, escaped unreserved characters are decoded (never
+    %2F), other characters that need it are percent-encoded (UTF-8) and an
+    existing escape is never encoded twice. ValueError (with the reason)
+    for a URL that cannot be valid: a bad port, an invalid IPv6 literal or
+    international name, no host."""
+    link = link.strip(_LINK_WHITESPACE).translate(_REMOVED_INSIDE)
+    if not link or link.startswith("#"):
+        return None
+    scheme = _SCHEME.match(link)
+    if scheme and scheme.group().lower() not in ("http:", "https:"):
+        return None
+    if base is not None:
+        link = urllib.parse.urljoin(base, link)
+    elif not scheme:
+        return None
+    parts = urllib.parse.urlsplit(link)
+    scheme = parts.scheme.lower()
+    if scheme not in DEFAULT_PORTS:
+        return None
+    host = parts.hostname
+    if not host:
+        raise ValueError(f"no host in {link!r}")
+    host = ascii_host(host)
+    if ":" in host:
+        host = f"[{host}]"
+    port = parts.port  # ValueError for a port that is not a number or too big
+    authority = host if port is None or port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
+    path = _normalize_component(remove_dot_segments(parts.path), _PATH_SAFE) or "/"
+    query = _normalize_component(parts.query, _QUERY_SAFE)
+    return f"{scheme}://{authority}{path}?{query}" if query else f"{scheme}://{authority}{path}"
+
+
+def url_origin(url):
+    """(scheme, host, port) of a normalized URL."""
+    scheme, host, port, _ = split_url(url)
+    return scheme, host, port
+
+
+def url_host(url):
+    """The host of a normalized URL (lower case, no port, no brackets)."""
+    return urllib.parse.urlsplit(url).hostname or ""
+
+
+def url_target(url):
+    """The path and query of a normalized URL: what robots.txt rules match."""
+    parts = urllib.parse.urlsplit(url)
+    return (parts.path or "/") + ("?" + parts.query if parts.query else "")
+
+
+def resolve_location(location, url):
+    """Resolve a Location field value against the request URL (RFC 9110
+    §10.2.2). The value arrives as latin-1 text: raw bytes that are not
+    ASCII are percent-encoded as they stand (they are almost always UTF-8).
+    Returns the normalized URL, None for a non-http(s) target; ValueError
+    for an invalid one."""
+    raw = location.encode("latin-1", "replace")
+    encoded = urllib.parse.quote(raw, safe="".join(map(chr, range(0x21, 0x7F))))
+    return normalize_url(encoded, url)
+
+
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+_META_CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_:.+\-]+)""", re.I)
+
+
+def html_charset(body, declared):
+    """The charset to decode an HTML body with: a UTF-8 byte order mark,
+    else the Content-Type charset (declared), else a <meta charset> or
+    http-equiv in the first 1024 bytes, else "utf-8". Unknown names fall
+    back to "utf-8"."""
+    if body.startswith(b"\xef\xbb\xbf"):
+        return "utf-8-sig"
+    charset = declared
+    if not charset:
+        match = _META_CHARSET.search(body, 0, 1024)
+        charset = match.group(1).decode("ascii").lower() if match else "utf-8"
+    try:
+        codecs.lookup(charset)
+    except LookupError:
+        return "utf-8"
+    return charset
+
+
+class LinkParser(html.parser.HTMLParser):
+    """Collects the links of one HTML document: href of <a> and <area>
+    (unless rel=nofollow), src of <frame> and <iframe>, the first
+    <base href>, and <meta name=robots content=nofollow>."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.links = []  # raw attribute values, in document order
+        self.base = None
+        self.nofollow = False
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("a", "area"):
+            href = _first_attribute(attrs, "href")
+            rel = _first_attribute(attrs, "rel") or ""
+            if href is not None and "nofollow" not in rel.lower().split():
+                self.links.append(href)
+        elif tag in ("frame", "iframe"):
+            src = _first_attribute(attrs, "src")
+            if src is not None:
+                self.links.append(src)
+        elif tag == "base":
+            href = _first_attribute(attrs, "href")
+            if href is not None and self.base is None:
+                self.base = href
+        elif tag == "meta":
+            name = (_first_attribute(attrs, "name") or "").lower()
+            content = (_first_attribute(attrs, "content") or "").lower()
+            if name == "robots" and "nofollow" in content.replace(",", " ").split():
+                self.nofollow = True
+
+
+def _first_attribute(attrs, name):
+    # The HTML standard keeps the first of repeated attributes.
+    for key, value in attrs:
+        if key == name:
+            return value
+    return None
+
+
+def extract_links(text, url):
+    """Parse HTML text (str) of the document at url and return (links,
+    invalid): links is the list of distinct normalized URLs (str) in
+    document order, resolved against the first <base href> if any; invalid
+    is a list of (raw link, reason) for links that cannot be valid URLs.
+    A page with <meta name=robots content=nofollow> has no links."""
+    parser = LinkParser()
+    parser.feed(text)
+    parser.close()
+    if parser.nofollow:
+        return [], []
+    base = url
+    if parser.base is not None:
+        try:
+            base = normalize_url(parser.base, url) or url
+        except ValueError:
+            pass
+    links, invalid, seen = [], [], set()
+    for raw in parser.links:
+        try:
+            link = normalize_url(raw, base)
+        except ValueError as error:
+            invalid.append((raw, str(error)))
+            continue
+        if link is not None and link not in seen:
+            seen.add(link)
+            links.append(link)
+    return links, invalid
+
+
+# ---------------------------------------------------------------------------
+# 7. robots.txt
+# ---------------------------------------------------------------------------
+#
+# The robots exclusion protocol (RFC 9309). urllib.robotparser misses
+# several of its rules (no * or $ wildcards, first match instead of longest,
+# a UTF-8 BOM breaks the first group, fractional Crawl-delay is dropped), so
+# here is a small matcher of our own.
+
+
+class RobotsRules:
+    """The rules of one robots.txt that apply to one product token.
+
+    can_fetch(target) takes a normalized path and query ("/a?b=1"). The
+    longest matching pattern (in octets) wins; Allow wins a tie; "*" matches
+    any run of characters and a final "$" anchors the end (RFC 9309
+    §2.2.2-2.2.3). crawl_delay is seconds (float) or None."""
+
+    def __init__(self, rules=(), crawl_delay=None, reason=None):
+        self.rules = [(_robots_pattern(path), len(path), allow) for allow, path in rules]
+        self.crawl_delay = crawl_delay
+        self.reason = reason  # why everything is disallowed, if it is
+
+    @classmethod
+    def allow_all(cls):
+        return cls()
+
+    @classmethod
+    def disallow_all(cls, reason):
+        return cls([(False, "/")], reason=reason)
+
+    @classmethod
+    def parse(cls, text, product_token):
+        """Parse robots.txt text (str) and keep the groups for
+        product_token (matched case-insensitively), else the "*" groups."""
+        groups = _robots_groups(text)
+        token = product_token.lower()
+        chosen = [group for agents, group in groups if token in agents]
+        if not chosen:
+            chosen = [group for agents, group in groups if "*" in agents]
+        rules, delays = [], []
+        for group in chosen:
+            for key, value in group:
+                if key in ("allow", "disallow") and value:
+                    rules.append((key == "allow", _normalize_component(value, _QUERY_SAFE + "*$")))
+                elif key == "crawl-delay":
+                    try:
+                        delays.append(max(0.0, float(value)))
+                    except ValueError:
+                        pass
+        return cls(rules, max(delays) if delays else None)
+
+    def can_fetch(self, target):
+        if target == "/robots.txt":
+            return True  # implicitly allowed (RFC 9309 §2.2.2)
+        best_length, allowed = -1, True
+        for pattern, length, allow in self.rules:
+            if (length > best_length or (length == best_length and allow)) and pattern.match(target):
+                best_length, allowed = length, allow
+        return allowed
+
+
+def _robots_groups(text):
+    """[(set of lower-case user agents, [(key, value)])] in file order."""
+    groups = []
+    agents, rules = None, None
+    for line in text.lstrip("\ufeff").splitlines():
+        line = line.split("#", 1)[0].strip()
+        key, colon, value = line.partition(":")
+        if not colon:
+            continue
+        key, value = key.strip().lower(), value.strip()
+        if key == "user-agent":
+            if agents is None or rules:
+                agents, rules = set(), []
+                groups.append((agents, rules))
+            agents.add(value.split("/")[0].strip().lower())
+        elif agents is not None:
+            rules.append((key, value))
+    return groups
+
+
+def _robots_pattern(path):
+    anchored = path.endswith("$")
+    if anchored:
+        path = path[:-1]
+    regex = ".*?".join(re.escape(part) for part in path.split("*"))
+    return re.compile(regex + ("$" if anchored else ""), re.S)
+
+
+def product_token(user_agent):
+    """The product token robots.txt groups are matched on: the user agent's
+    first word before "/" ("crawl.py" for "crawl.py/1.0 (+python)")."""
+    return (user_agent.split() or ["*"])[0].split("/")[0]
+
+
+# ---------------------------------------------------------------------------
+# 8. The crawler
+# ---------------------------------------------------------------------------
+#
+# The frontier is a Queue of (url, redirects left, depth, referrer, redirect
+# chain). max_tasks worker coroutines take URLs from it, fetch them through
+# one Client and put the new links they find back on it; the seen set makes
+# sure each URL is queued once. The crawl is over when the queue is joined:
+# every URL put on it has been marked done. Whatever happens to a URL, it
+# ends with exactly one Record.
+
+RECORD_FIELDS = ("url", "status", "reason", "content_type", "charset", "size", "links",
+                 "new_links", "redirect", "error", "error_kind", "tries", "elapsed",
+                 "depth", "referrer")
+
+REDIRECT_STATUSES = (301, 302, 303, 307, 308)
+RETRY_STATUSES = (429, 503)
+
+# Error kinds of URLs the crawler chose not to fetch: not failures.
+NOT_FETCHED_KINDS = ("robots", "max_depth", "max_pages", "interrupted")
+
+
+class Record:
+    """What happened to one URL. Fields (RECORD_FIELDS):
+
+    url (str), status (int or None when no response), reason (str),
+    content_type (str), charset (str or None), size (int: decoded body
+    bytes), links (int: distinct links found on the page), new_links (int:
+    URLs queued because of it), redirect (str: the Location target, or
+    None), error (str or None: a short message), error_kind (str or None:
+    timeout, connect, dns, tls, reset, network, protocol, too_large,
+    truncated, decoding, redirect_limit, invalid_url, robots, max_depth,
+    max_pages, interrupted, internal), tries (int: fetch attempts), elapsed
+    (float seconds from the first attempt to the end), depth (int: links
+    from a root), referrer (str or None: the first page that linked to it,
+    or the URL that redirected to it)."""
+
+    __slots__ = RECORD_FIELDS
+
+    def __init__(self, url, depth=0, referrer=None):
+        self.url = url
+        self.status = None
+        self.reason = ""
+        self.content_type = ""
+        self.charset = None
+        self.size = 0
+        self.links = 0
+        self.new_links = 0
+        self.redirect = None
+        self.error = None
+        self.error_kind = None
+        self.tries = 0
+        self.elapsed = 0.0
+        self.depth = depth
+        self.referrer = referrer
+
+    def __repr__(self):
+        return f"<Record {self.url} {self.status} {self.error_kind or ''}>"
+
+    def as_dict(self):
+        return {name: getattr(self, name) for name in RECORD_FIELDS}
+
+    @property
+    def failed(self):
+        """True for an error (other than a URL not fetched by choice) or a
+        4xx/5xx status: what makes the exit status 1."""
+        if self.error_kind is not None:
+            return self.error_kind not in NOT_FETCHED_KINDS
+        return self.status is not None and self.status >= 400
+
+    @property
+    def is_page(self):
+        """An HTML page fetched with status 200."""
+        return self.status == 200 and self.content_type in HTML_TYPES and self.error is None
+
+
+def describe_error(error):
+    """(error kind, short message) for an exception raised by a fetch."""
+    if isinstance(error, HTTPError):
+        return error.kind, str(error).split(": ", 1)[-1] if error.url else str(error)
+    if isinstance(error, TimeoutError):
+        return "timeout", str(error).split(": ", 1)[-1] or "timed out"
+    if isinstance(error, socket.gaierror):
+        return "dns", f"cannot resolve host: {error.strerror or error}"
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return "tls", f"certificate verify failed: {error.verify_message}"
+    if isinstance(error, ssl.SSLError):
+        return "tls", f"TLS error: {error.reason or error}"
+    if isinstance(error, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
+        return "reset", f"connection reset by the server ({error.strerror or error})"
+    if isinstance(error, OSError):
+        if error.errno in (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH,
+                           errno.EADDRNOTAVAIL, errno.ETIMEDOUT):
+            return "connect", error.strerror or str(error)
+        return "network", str(error)
+    if isinstance(error, ValueError):
+        return "invalid_url", str(error)
+    return "internal", f"unexpected {type(error).__name__}: {error}"
+
+
+def _is_retryable(error):
+    """Network trouble and timeouts are worth another try; a certificate,
+    a name that does not exist or a broken response are not."""
+    if isinstance(error, ssl.SSLError):
+        return False
+    if isinstance(error, socket.gaierror):
+        return error.errno == socket.EAI_AGAIN
+    return isinstance(error, (OSError, TruncatedBody))
+
+
+def _out_of_file_descriptors(error):
+    return isinstance(error, OSError) and error.errno in (errno.EMFILE, errno.ENFILE)
+
+
+def parse_retry_after(value, now=None):
+    """Seconds to wait from a Retry-After value (delay-seconds or an
+    HTTP-date, RFC 9110 §10.2.3), or None if it cannot be read."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    import email.utils  # only needed for the rare date form
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (now if now is not None else time.time()))
+
+
+def parse_root(text):
+    """A root as given on the command line ("xkcd.com", "localhost:8000",
+    "https://host/path") as a normalized URL; no scheme means http://.
+    ValueError for another scheme or a root with no host."""
+    text = text.strip()
+    if not re.match(r"[A-Za-z][A-Za-z0-9+.\-]*://", text):
+        if _SCHEME.match(text) and not re.match(r"[^:]+:\d+(/|$)", text):
+            raise ValueError(f"unsupported URL scheme in {text!r}: only http and https")
+        text = "http://" + text
+    scheme = text.split(":", 1)[0].lower()
+    if scheme not in DEFAULT_PORTS:
+        raise ValueError(f"unsupported URL scheme {scheme!r} in {text!r}: only http and https")
+    url = normalize_url(text)
+    if url is None:
+        raise ValueError(f"not a URL that can be crawled: {text!r}")
+    return url
+
+
+class _OriginState:
+    """Per-origin politeness: when the next request may start, and the
+    robots.txt rules (a Future, shared by every worker that needs them)."""
+
+    __slots__ = ("next_slot", "robots")
+
+    def __init__(self):
+        self.next_slot = 0.0
+        self.robots = None
+
+
+class Crawler:
+    """Crawls from roots, following links within scope.
+
+    roots: URLs or host names ("xkcd.com", "http://host:8000/path").
+    Options (times in seconds, sizes in bytes):
+      max_tasks (10)       worker coroutines, i.e. fetches at once
+      max_redirect (10)    redirects followed from one URL (0: none)
+      max_tries (4)        attempts per URL for network errors, timeouts,
+                           429 and 503, with exponential back-off
+      backoff (1.0)        first back-off; doubles on each retry
+      max_retry_after (60) cap on a server's Retry-After
+      max_pages (None)     fetch at most this many URLs
+      max_depth (None)     follow links at most this many hops from a root
+      delay (0)            minimum gap between requests to one origin (the
+                           larger of it and robots.txt Crawl-delay applies)
+      timeout (30)         total deadline per fetch
+      max_size (10 MiB)    decoded body limit per response
+      user_agent           User-Agent field; its first word is the product
+                           token robots.txt groups are matched on
+      lenient (False)      also crawl subdomains of the roots' hosts
+      exclude (())         regular expressions (str); matching URLs are
+                           out of scope
+      robots (True)        obey robots.txt
+      verify (True), cafile (None)   TLS certificate checks (see Client)
+      on_record (None)     function(Record) called as each URL finishes
+
+    Run ``yield from crawler.crawl()`` on a loop (or use crawl()); the
+    records are in ``crawler.records`` (dict url -> Record, in finishing
+    order). ValueError for a bad root or option."""
+
+    def __init__(self, roots, *, max_tasks=10, max_redirect=10, max_tries=4, backoff=1.0,
+                 max_retry_after=60.0, max_pages=None, max_depth=None, delay=0.0,
+                 timeout=30.0, max_size=DEFAULT_MAX_BODY_SIZE, user_agent=DEFAULT_USER_AGENT,
+                 lenient=False, exclude=(), robots=True, verify=True, cafile=None,
+                 on_record=None, client=None):
+        if isinstance(roots, str):
+            roots = [roots]
+        self.roots = [parse_root(root) for root in roots]
+        if not self.roots:
+            raise ValueError("no root URL to crawl")
+        if max_tasks < 1 or max_tries < 1 or max_redirect < 0:
+            raise ValueError("max_tasks and max_tries must be at least 1, max_redirect at least 0")
+        self.max_tasks = max_tasks
+        self.max_redirect = max_redirect
+        self.max_tries = max_tries
+        self.backoff = backoff
+        self.max_retry_after = max_retry_after
+        self.max_pages = max_pages
+        self.max_depth = max_depth
+        self.delay = delay
+        self.lenient = lenient
+        self.exclude = [re.compile(pattern) if isinstance(pattern, str) else pattern
+                        for pattern in exclude]
+        self.robots = robots
+        self.user_agent = user_agent
+        self.on_record = on_record
+        self.client = client or Client(
+            user_agent=user_agent, connect_timeout=min(10.0, timeout), read_timeout=timeout,
+            timeout=timeout, max_body_size=max_size, max_idle_per_origin=max_tasks,
+            max_idle=max(100, max_tasks), verify=verify, cafile=cafile)
+        self.scope_hosts = set()
+        for root in self.roots:
+            host = _without_www(url_host(root))
+            self.scope_hosts.update((host, "www." + host))
+        self.frontier = Queue()
+        self.seen = set()
+        self.records = {}
+        self.origins = {}  # (scheme, host, port) -> _OriginState
+        self.in_flight = 0
+        self.fetches_started = 0
+        self.interrupted = False
+        self.started = self.finished = None
+        self._workers = []
+
+    # Scope -------------------------------------------------------------------
+
+    def in_scope(self, url):
+        """Whether url is on the roots' hosts (with or without "www."; any
+        subdomain when lenient) and matches no exclude pattern. Scheme and
+        port do not matter."""
+        host = url_host(url)
+        if host not in self.scope_hosts:
+            if not self.lenient:
+                return False
+            if not any(host.endswith("." + _without_www(root)) for root in self.scope_hosts):
+                return False
+        return not any(pattern.search(url) for pattern in self.exclude)
+
+    def _discover(self, url, redirects_left, depth, referrer, chain=()):
+        """Queue url unless it was seen before; True if it was queued."""
+        if url in self.seen:
+            return False
+        self.seen.add(url)
+        self.frontier.put_nowait((url, redirects_left, depth, referrer, chain))
+        return True
+
+    # Running -------------------------------------------------------------------
+
+    def crawl(self):
+        """Crawl until every discovered URL has its record (a coroutine).
+        Returns the records (dict url -> Record). When the coroutine is
+        cancelled (Ctrl-C), fetches in flight are cancelled and every URL
+        not finished is recorded as "interrupted" before the cancellation
+        goes on."""
+        loop = get_event_loop()
+        self.started = loop.time()
+        for root in self.roots:
+            self._discover(root, self.max_redirect, 0, None)
+        self._workers = [loop.create_task(self._work(), name=f"worker-{n}")
+                         for n in range(self.max_tasks)]
+        try:
+            yield from self.frontier.join()
+        except CancelledError:
+            self.interrupted = True
+            raise
+        finally:
+            yield from self._shut_down()
+        return self.records
+
+    def _shut_down(self):
+        for worker in self._workers:
+            worker.cancel()
+        for worker in self._workers:
+            yield from _wait_done(worker)
+        while not self.frontier.empty():  # left over by an interruption
+            url, _, depth, referrer, _ = self.frontier.get_nowait()
+            self._not_fetched(Record(url, depth, referrer), "interrupted",
+                              "not fetched: the crawl was interrupted")
+        self.client.close()
+        self.finished = get_event_loop().time()
+
+    def _work(self):
+        while True:
+            item = yield from self.frontier.get()
+            url, _, depth, referrer, _ = item
+            record = Record(url, depth, referrer)
+            self.in_flight += 1
+            try:
+                yield from self._process(item, record)
+            except CancelledError:
+                self._not_fetched(record, "interrupted", "not fetched: the crawl was interrupted")
+                raise
+            except Exception as error:  # one URL's trouble never stops the crawl
+                logger.exception("%s: unexpected error", url)
+                record.error_kind, record.error = "internal", f"unexpected {type(error).__name__}: {error}"
+                self._finish(record)
+            finally:
+                self.in_flight -= 1
+                self.frontier.task_done()
+
+    def _process(self, item, record):
+        url, redirects_left, depth, referrer, chain = item
+        if self.max_depth is not None and depth > self.max_depth:
+            return self._not_fetched(record, "max_depth", f"not fetched: deeper than --max-depth {self.max_depth}")
+        if self.max_pages is not None and self.fetches_started >= self.max_pages:
+            return self._not_fetched(record, "max_pages", f"not fetched: --max-pages {self.max_pages} reached")
+        origin = url_origin(url)
+        state = self.origins.get(origin)
+        if state is None:
+            state = self.origins[origin] = _OriginState()
+        if self.robots:
+            rules = yield from self._robots_rules(origin, state)
+            if not rules.can_fetch(url_target(url)):
+                return self._not_fetched(record, "robots", rules.reason or "blocked by robots.txt")
+        self.fetches_started += 1
+        started = get_event_loop().time()
+        try:
+            response = yield from self._fetch_with_retries(url, record, state)
+        except Exception as error:
+            record.error_kind, record.error = describe_error(error)
+            if isinstance(error, HTTPError) and error.response is not None:
+                self._take_response_facts(record, error.response)
+        else:
+            self._take_response_facts(record, response)
+            if response.status in REDIRECT_STATUSES and response.location:
+                self._follow_redirect(record, response.location, redirects_left, depth, chain)
+            elif response.status == 200 and record.content_type in HTML_TYPES:
+                self._follow_links(record, response, depth)
+        record.elapsed = round(get_event_loop().time() - started, 6)
+        self._finish(record)
+
+    def _take_response_facts(self, record, response):
+        record.status = response.status
+        record.reason = response.reason
+        record.content_type = response.content_type
+        record.charset = response.charset
+        record.size = len(response.body)
+
+    # Fetching ------------------------------------------------------------------
+
+    def _fetch_with_retries(self, url, record, state):
+        """Fetch url, retrying network errors, timeouts, 429 and 503 up to
+        max_tries with exponential back-off (Retry-After honoured up to
+        max_retry_after). Running out of file descriptors is waited out and
+        not counted as a try."""
+        waits_for_descriptors = 0
+        while True:
+            yield from self._polite_wait(state)
+            record.tries += 1
+            try:
+                response = yield from self.client.fetch(url)
+            except Exception as error:
+                if _out_of_file_descriptors(error):
+                    record.tries -= 1
+                    waits_for_descriptors += 1
+                    yield from sleep(min(2.0, 0.05 * waits_for_descriptors))
+                    continue
+                if record.tries >= self.max_tries or not _is_retryable(error):
+                    raise
+                delay = self.backoff * 2 ** (record.tries - 1)
+                logger.info("%s: %s; retrying in %.1f s", url, describe_error(error)[1], delay)
+            else:
+                if response.status not in RETRY_STATUSES or record.tries >= self.max_tries:
+                    return response
+                delay = self.backoff * 2 ** (record.tries - 1)
+                retry_after = parse_retry_after(response.headers.get("retry-after"))
+                if retry_after is not None:
+                    delay = min(retry_after, self.max_retry_after)
+                logger.info("%s: status %d; retrying in %.1f s", url, response.status, delay)
+            yield from sleep(delay)
+
+    def _polite_wait(self, state):
+        """Wait for this origin's next request slot: requests to one origin
+        start at least max(delay, Crawl-delay) seconds apart."""
+        gap = self.delay
+        rules = state.robots.result() if state.robots is not None and state.robots.done() else None
+        if rules is not None and rules.crawl_delay:
+            gap = max(gap, rules.crawl_delay)
+        if gap <= 0:
+            return
+        loop = get_event_loop()
+        now = loop.time()
+        slot = max(now, state.next_slot)
+        state.next_slot = slot + gap  # reserve the slot before waiting for it
+        if slot > now:
+            yield from sleep(slot - now)
+
+    def _robots_rules(self, origin, state):
+        """The origin's RobotsRules, fetched once; concurrent workers share
+        one fetch through a Future."""
+        if state.robots is None:
+            state.robots = Future()
+            try:
+                rules = yield from self._fetch_robots(origin)
+            except BaseException as error:
+                if not isinstance(error, Exception):
+                    state.robots.cancel()  # the next worker asks again
+                    state.robots = None
+                    raise
+                logger.exception("robots.txt for %s", origin)
+                rules = RobotsRules.allow_all()
+            state.robots.set_result(rules)
+            return rules
+        return (yield from state.robots)
+
+    def _fetch_robots(self, origin):
+        """RFC 9309 §2.3.1: 2xx is parsed; up to 5 redirects are followed;
+        4xx means no rules; 5xx, 429 or an unreachable server means
+        everything is disallowed."""
+        scheme, host, port = origin
+        url = f"{scheme}://{host_field(scheme, host, port)}/robots.txt"
+        where = url
+        for _ in range(6):
+            record = Record(url)
+            try:
+                response = yield from self._fetch_with_retries(url, record, _OriginState())
+            except BodyTooLarge as error:
+                response = error.response  # parse the part that arrived
+            except Exception as error:
+                return RobotsRules.disallow_all(f"robots.txt unreachable: {describe_error(error)[1]}")
+            status = response.status
+            if status in REDIRECT_STATUSES and response.location:
+                try:
+                    url = resolve_location(response.location, url)
+                except ValueError:
+                    url = None
+                if url is None:
+                    return RobotsRules.allow_all()
+                continue
+            if 200 <= status < 300:
+                text = response.body.decode("utf-8", "replace")
+                return RobotsRules.parse(text, product_token(self.user_agent))
+            if status == 429 or status >= 500:
+                return RobotsRules.disallow_all(f"robots.txt unreachable: status {status}")
+            return RobotsRules.allow_all()
+        logger.info("%s: more than 5 redirects; robots.txt treated as unavailable", where)
+        return RobotsRules.allow_all()
+
+    # Following links -----------------------------------------------------------
+
+    def _follow_redirect(self, record, location, redirects_left, depth, chain):
+        try:
+            target = resolve_location(location, record.url)
+        except ValueError as error:
+            record.error_kind, record.error = "invalid_url", f"invalid Location {location!r}: {error}"
+            return
+        record.redirect = target
+        if target is None:
+            return  # a scheme we do not fetch
+        hops = chain + (record.url,)
+        if target in hops:
+            record.error_kind = "redirect_limit"
+            record.error = "redirect loop: " + " -> ".join(hops + (target,))
+        elif redirects_left <= 0:
+            record.error_kind = "redirect_limit"
+            record.error = (f"too many redirects (more than {self.max_redirect}): "
+                            + " -> ".join(hops + (target,)))
+        elif self.in_scope(target):
+            if self._discover(target, redirects_left - 1, depth, record.url, hops):
+                record.new_links = 1
+
+    def _follow_links(self, record, response, depth):
+        body = response.body
+        if b"\0" in body[:1024]:
+            return  # binary data sent as HTML: nothing to parse
+        text = body.decode(html_charset(body, record.charset), "replace")
+        links, invalid = extract_links(text, record.url)
+        record.links = len(links)
+        for raw, reason in invalid:
+            self._invalid_link(raw, reason, record.url, depth + 1)
+        for link in links:
+            if self.in_scope(link) and self._discover(link, self.max_redirect, depth + 1, record.url):
+                record.new_links += 1
+
+    def _invalid_link(self, raw, reason, referrer, depth):
+        """A link that cannot be a valid URL gets its own failed record (a
+        broken link is what a link checker is for)."""
+        url = raw.strip(_LINK_WHITESPACE)
+        if url in self.seen or url in self.records:
+            return
+        self.seen.add(url)
+        record = Record(url, depth, referrer)
+        record.error_kind, record.error = "invalid_url", f"invalid link: {reason}"
+        self._finish(record)
+
+    # Records -------------------------------------------------------------------
+
+    def _not_fetched(self, record, kind, message):
+        record.error_kind, record.error = kind, message
+        self._finish(record)
+
+    def _finish(self, record):
+        if record.url in self.records:  # never two records for one URL
+            return
+        self.records[record.url] = record
+        if self.on_record is not None:
+            self.on_record(record)
+
+    def stats(self):
+        """Counts for the report and the progress line."""
+        records = self.records.values()
+        now = self.finished or get_event_loop().time()
+        elapsed = max(1e-9, now - (self.started or now))
+        pages = sum(1 for record in records if record.is_page)
+        return {
+            "urls": len(self.records),
+            "pages": pages,
+            "queued": self.frontier.qsize(),
+            "in_flight": self.in_flight,
+            "failed": sum(1 for record in records if record.failed),
+            "elapsed": elapsed,
+            "pages_per_second": pages / elapsed,
+        }
+
+
+def _without_www(host):
+    return host[4:] if host.startswith("www.") else host
+
+
+def crawl(roots, **options):
+    """Crawl roots on a new event loop and return the list of Records,
+    sorted by URL (options as for Crawler): the one-call helper for
+    scripts."""
+    crawler = Crawler(roots, **options)
+    records = run(crawler.crawl())
+    return sorted(records.values(), key=lambda record: record.url)
+
+
+# ---------------------------------------------------------------------------
+# 9. The report and the command line
+# ---------------------------------------------------------------------------
+
+EXIT_OK, EXIT_FAILED_URLS, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
+
+
+def format_record(record):
+    """One report line: status, URL, then what happened to it."""
+    status = str(record.status) if record.status is not None else "---"
+    line = f"{status:>3} {record.url}"
+    if record.status is not None:
+        line += f"  {record.content_type or '-'}  {record.size} bytes"
+        if record.links:
+            line += f"  {record.new_links}/{record.links} new links"
+    if record.redirect:
+        line += f"  -> {record.redirect}"
+    if record.error:
+        line += f"  [{record.error_kind}] {record.error}"
+    if record.tries > 1:
+        line += f"  ({record.tries} tries)"
+    return line
+
+
+def summarize(crawler):
+    """The summary lines printed after the crawl. The last line carries the
+    page count ("N pages": HTML pages fetched with status 200)."""
+    records = list(crawler.records.values())
+    stats = crawler.stats()
+    by_class = collections.Counter(f"{record.status // 100}xx" for record in records
+                                   if record.status is not None)
+    errors = collections.Counter(record.error_kind for record in records
+                                 if record.error_kind and record.error_kind not in NOT_FETCHED_KINDS)
+    not_fetched = collections.Counter(record.error_kind for record in records
+                                      if record.error_kind in NOT_FETCHED_KINDS)
+    body_bytes = sum(record.size for record in records)
+    lines = []
+    if crawler.interrupted:
+        remaining = not_fetched.get("interrupted", 0)
+        lines.append(f"INTERRUPTED: {remaining} URLs remained unfetched")
+    if not crawler.client.verify:
+        lines.append("WARNING: TLS certificate verification was disabled")
+    lines.append("Status:   " + (", ".join(f"{key} {by_class[key]}" for key in sorted(by_class))
+                                 or "no responses"))
+    lines.append("Errors:   " + (", ".join(f"{kind} {count}" for kind, count in errors.most_common())
+                                 or "none"))
+    lines.append("Unfetched: " + (", ".join(f"{kind} {count}" for kind, count in not_fetched.most_common())
+                                  or "none"))
+    lines.append(f"Bytes:    {body_bytes} (decoded bodies)")
+    lines.append(f"URLs:     {stats['urls']} in {stats['elapsed']:.2f} s, "
+                 f"{stats['failed']} failed, {stats['pages_per_second']:.0f} pages/s")
+    lines.append(f"Crawled {stats['pages']} pages (HTML, status 200)")
+    return lines
+
+
+def report(crawler, out, quiet=False):
+    """Write the report to out (a text file): a line per URL sorted by URL
+    (unless quiet), then the summary."""
+    if not quiet:
+        for record in sorted(crawler.records.values(), key=lambda r: r.url):
+            out.write(format_record(record) + "\n")
+        out.write("\n")
+    out.write("\n".join(summarize(crawler)) + "\n")
+    out.flush()
+
+
+def exit_status(crawler):
+    """0: every record is 2xx/3xx (or not fetched by choice); 1: some URL
+    failed; 2: no root could be fetched at all; 130: interrupted."""
+    if crawler.interrupted:
+        return EXIT_INTERRUPTED
+    roots = [crawler.records.get(root) for root in crawler.roots]
+    if not any(record is not None and record.status is not None for record in roots):
+        return EXIT_USAGE
+    if any(record.failed for record in crawler.records.values()):
+        return EXIT_FAILED_URLS
+    return EXIT_OK
+
+
+class JSONLinesWriter:
+    """Writes each record as one JSON line with a single write() call on an
+    unbuffered file, so that a killed crawl leaves only whole lines."""
+
+    def __init__(self, path):
+        self.file = open(path, "ab", buffering=0)
+
+    def write(self, record):
+        import json
+        line = json.dumps(record.as_dict(), ensure_ascii=False) + "\n"
+        self.file.write(line.encode("utf-8"))
+
+    def close(self):
+        self.file.close()
+
+
+class ProgressLine:
+    """A one-line progress display on a terminal, at most 4 updates a second."""
+
+    def __init__(self, crawler, stream):
+        self.crawler = crawler
+        self.stream = stream
+        self.timer = None
+
+    def start(self):
+        self.timer = get_event_loop().call_later(0.25, self._update)
+
+    def _update(self):
+        stats = self.crawler.stats()
+        self.stream.write(f"\r{stats['urls']} done, {stats['queued']} queued, "
+                          f"{stats['in_flight']} in flight, {stats['failed']} failed, "
+                          f"{stats['pages_per_second']:.0f} pages/s \x1b[K")
+        self.stream.flush()
+        self.start()
+
+    def stop(self):
+        if self.timer is not None:
+            self.timer.cancel()
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+EXAMPLES = """\
+examples:
+  python crawl.py xkcd.com                      crawl a site, report every URL
+  python crawl.py -q --max-pages 100 xkcd.com   the first 100 URLs, summary only
+  python crawl.py localhost:8000 -o links.jsonl records as JSON Lines
+  python crawl.py https://example.com/docs/ --exclude '\\.pdf$' --delay 0.5
+
+exit status: 0 all URLs fine (2xx/3xx), 1 some URL failed (error, 4xx, 5xx),
+2 bad usage or no root could be fetched, 130 interrupted (Ctrl-C),
+143 terminated (SIGTERM).
+"""
+
+
+def _count(minimum):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise _argument_error(f"expected a whole number, got {text!r}")
+        if value < minimum:
+            raise _argument_error(f"must be at least {minimum}, got {value}")
+        return value
+    return parse
+
+
+def _seconds(allow_zero):
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise _argument_error(f"expected a number of seconds, got {text!r}")
+        if value < 0 or (value == 0 and not allow_zero) or value != value or value == float("inf"):
+            raise _argument_error(f"must be {'0 or more' if allow_zero else 'more than 0'} seconds, got {text}")
+        return value
+    return parse
+
+
+def _regex(text):
+    try:
+        return re.compile(text)
+    except re.error as error:
+        raise _argument_error(f"not a valid regular expression {text!r}: {error}")
+
+
+def _argument_error(message):
+    import argparse
+    return argparse.ArgumentTypeError(message)
+
+
+def build_parser():
+    import argparse
+    parser = argparse.ArgumentParser(
+        prog="crawl.py", description="Crawl web sites from the given roots, following links "
+        "on the same hosts, and report every URL found.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add = parser.add_argument
+    add("roots", nargs="+", metavar="ROOT",
+        help="where to start: a host (xkcd.com, localhost:8000) or an http(s) URL")
+    add("--max-tasks", type=_count(1), default=10, metavar="N",
+        help="fetches at once (default: 10)")
+    add("--max-redirect", type=_count(0), default=10, metavar="N",
+        help="redirects followed from one URL; 0 follows none (default: 10)")
+    add("--max-tries", type=_count(1), default=4, metavar="N",
+        help="attempts per URL on network errors, timeouts, 429 and 503 (default: 4)")
+    add("--max-pages", type=_count(1), default=None, metavar="N",
+        help="fetch at most N URLs (default: no limit)")
+    add("--max-depth", type=_count(0), default=None, metavar="N",
+        help="follow links at most N hops from a root (default: no limit)")
+    add("--delay", type=_seconds(True), default=0.0, metavar="SECONDS",
+        help="minimum gap between requests to one host; robots.txt Crawl-delay "
+             "applies if larger (default: 0)")
+    add("--timeout", type=_seconds(False), default=30.0, metavar="SECONDS",
+        help="total time allowed for one fetch (default: 30)")
+    add("--max-size", type=_count(1), default=DEFAULT_MAX_BODY_SIZE, metavar="BYTES",
+        help=f"largest body kept, after decompression (default: {DEFAULT_MAX_BODY_SIZE}, 10 MiB)")
+    add("--user-agent", default=DEFAULT_USER_AGENT, metavar="STRING",
+        help=f"User-Agent field (default: {DEFAULT_USER_AGENT!r})")
+    add("--lenient", action="store_true",
+        help="also crawl subdomains of the roots' hosts (default: the hosts, with or without www.)")
+    add("--exclude", type=_regex, action="append", default=[], metavar="REGEX",
+        help="skip URLs matching REGEX (repeatable)")
+    add("--no-robots", action="store_true", help="do not fetch or obey robots.txt")
+    add("-o", "--output", metavar="FILE",
+        help="append the records to FILE as JSON Lines, one line per URL as it finishes")
+    add("--cafile", metavar="FILE", help="also trust the CA certificates in FILE (PEM)")
+    add("--insecure", action="store_true",
+        help="do NOT verify TLS certificates (the report says so)")
+    add("-q", "--quiet", action="store_true", help="print only the summary; no progress line")
+    add("-v", "--verbose", action="count", default=0,
+        help="log to stderr: -v for INFO, -vv for DEBUG")
+    add("--version", action="version", version=f"crawl.py {__version__}")
+    return parser
+
+
+def main(argv=None):
+    """The command line; returns the exit status (see EXAMPLES)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=(logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)],
+                        format="%(levelname)s %(message)s")
+    for root in args.roots:
+        try:
+            parse_root(root)
+        except ValueError as error:
+            parser.error(f"bad root: {error}")
+    if args.cafile and not os.path.isfile(args.cafile):
+        parser.error(f"--cafile: no such file {args.cafile!r}")
+    writer = None
+    if args.output:
+        try:
+            writer = JSONLinesWriter(args.output)
+        except OSError as error:
+            parser.error(f"cannot write --output {args.output!r}: {error.strerror or error}")
+    try:
+        crawler = Crawler(
+            args.roots, max_tasks=args.max_tasks, max_redirect=args.max_redirect,
+            max_tries=args.max_tries, max_pages=args.max_pages, max_depth=args.max_depth,
+            delay=args.delay, timeout=args.timeout, max_size=args.max_size,
+            user_agent=args.user_agent, lenient=args.lenient, exclude=args.exclude,
+            robots=not args.no_robots, verify=not args.insecure, cafile=args.cafile,
+            on_record=writer.write if writer else None)
+    except ValueError as error:
+        parser.error(str(error))
+    try:
+        return _run_crawl(crawler, args)
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+def _run_crawl(crawler, args):
+    loop = EventLoop()
+    set_event_loop(loop)
+    crawl_task = loop.create_task(crawler.crawl(), name="crawl")
+    signal_received = []
+
+    def on_signal(signum, frame):
+        if signal_received:  # the second Ctrl-C: leave at once
+            os._exit(EXIT_INTERRUPTED if signum == signal.SIGINT else EXIT_TERMINATED)
+        signal_received.append(signum)
+        loop.call_soon_threadsafe(crawl_task.cancel)
+
+    previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
+    progress = None
+    if not args.quiet and sys.stderr.isatty():
+        progress = ProgressLine(crawler, sys.stderr)
+        progress.start()
+    try:
+        loop.run_until_complete(crawl_task)
+    except CancelledError:
+        pass
+    finally:
+        if progress is not None:
+            progress.stop()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        loop.close()
+        set_event_loop(None)
+    report(crawler, sys.stdout, quiet=args.quiet)
+    if signal_received:
+        return EXIT_TERMINATED if signal_received[0] == signal.SIGTERM else EXIT_INTERRUPTED
+    return exit_status(crawler)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
