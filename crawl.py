@@ -30,6 +30,7 @@ import codecs
 import collections
 import errno
 import heapq
+import html
 import html.parser
 import itertools
 import logging
@@ -1490,12 +1491,15 @@ class ContentDecoder:
         self.too_large = False
         self._decompressor = None
         self._undecided = b""  # deflate: input kept until zlib vs raw is known
+        self._fed = False  # whether any compressed byte arrived
         if self.coding in ("gzip", "x-gzip"):
             self._decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
 
     def feed(self, data):
         if self.coding is None:
             return self._keep(data)
+        if data:
+            self._fed = True
         if self.coding == "deflate" and self._decompressor is None:
             data = self._choose_deflate_format(data)
             if data is None:
@@ -1532,15 +1536,21 @@ class ContentDecoder:
         return True
 
     def finish(self):
-        """Decode what the decompressor still holds; return the body."""
-        if self._undecided and not self.too_large:
-            self._decompressor = zlib.decompressobj(-zlib.MAX_WBITS)
-            self.feed(b"")
+        """Decode what the decompressor still holds and return the body.
+        ContentDecodingError if the compressed data stopped short of its end
+        (a body cut off inside the compressed stream)."""
+        if self._undecided:  # fewer than two bytes of deflate data in all
+            raise ContentDecodingError(f"{self.coding} body of {len(self._undecided)} byte "
+                                       "is not a compressed stream", self.url)
         if self._decompressor is not None and not self.too_large:
             try:
                 self._keep(self._decompressor.flush())
             except zlib.error as error:
-                raise ContentDecodingError(f"cannot decode {self.coding} body: {error}", self.url) from None
+                raise ContentDecodingError(f"cannot decode {self.coding} body: {error}",
+                                           self.url) from None
+            if self._fed and not self._decompressor.eof and not self.too_large:
+                raise ContentDecodingError(f"{self.coding} body ends before the end of "
+                                           "its compressed data", self.url)
         return bytes(self.body)
 
 
@@ -1611,13 +1621,13 @@ def read_response(stream, method, url, max_body_size=DEFAULT_MAX_BODY_SIZE):
     received_before = stream.bytes_received - stream.buffered()
     version, status, reason, fields = yield from _read_head(stream, url)
     response = Response(url, status, reason, version, fields)
-    framing, length, reusable = body_framing(method, status, fields, url)
-    if length is not None and length > max_body_size:
-        response.truncated = True
-        raise BodyTooLarge(f"Content-Length {length} exceeds the limit of {max_body_size} bytes",
-                           url, response)
-    decoder = ContentDecoder(fields.get("content-encoding"), max_body_size, url)
+    decoder = None
     try:
+        framing, length, reusable = body_framing(method, status, fields, url)
+        if length is not None and length > max_body_size:
+            raise BodyTooLarge(f"Content-Length {length} exceeds the limit of "
+                               f"{max_body_size} bytes", url)
+        decoder = ContentDecoder(fields.get("content-encoding"), max_body_size, url)
         if framing == "none":
             outcome = "complete"
         elif framing == "length":
@@ -1626,9 +1636,9 @@ def read_response(stream, method, url, max_body_size=DEFAULT_MAX_BODY_SIZE):
             outcome = yield from _read_chunked_body(stream, decoder, url)
         else:
             outcome = yield from _read_close_body(stream, decoder)
-        response.body = decoder.finish()
+        response.body = decoder.finish() if outcome == "complete" else bytes(decoder.body)
     except HTTPError as error:
-        response.body = bytes(decoder.body)
+        response.body = bytes(decoder.body) if decoder is not None else b""
         response.truncated = True
         error.response = response
         raise
@@ -1710,6 +1720,9 @@ def host_field(scheme, host, port):
     if ":" in host:
         host = f"[{host}]"
     return host if port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
+
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 §5.6.2
 
 
 def _check_field_value(name, value):
@@ -1869,6 +1882,8 @@ class Client:
                  f"User-Agent: {self.user_agent}", f"Accept: {self.accept}",
                  "Accept-Encoding: gzip, deflate", "Connection: keep-alive"]
         for name, value in (headers.items() if isinstance(headers, dict) else headers or ()):
+            if not _TOKEN.fullmatch(name):
+                raise ValueError(f"invalid field name {name!r}: it must be an RFC 9110 token")
             lines.append(f"{name}: {_check_field_value(name, value)}")
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
@@ -1962,16 +1977,21 @@ def _normalize_escape(match):
     return char if char in _UNRESERVED else "%" + match.group(1).upper()
 
 
+_NEEDS_NO_ENCODING = re.compile(r"[A-Za-z0-9\-._~/:@!$&'()*+,;=?]*\Z")
+
+
 def _normalize_component(text, safe):
     """Percent-encode what must be (never re-encoding an escape), then
     uppercase escapes and decode escaped unreserved characters."""
+    if _NEEDS_NO_ENCODING.match(text) and (safe is _QUERY_SAFE or "?" not in text):
+        return text  # the common case: nothing to encode, no escapes
     text = percent_encode(text, safe)
     return _ESCAPE.sub(_normalize_escape, text) if "%" in text else text
 
 
 def remove_dot_segments(path):
     """Resolve "." and ".." segments of a path (RFC 3986 §5.2.4)."""
-    if "." not in path:
+    if "/." not in path and not path.startswith("."):
         return path
     output = []
     segments = path.split("/")
@@ -2008,23 +2028,45 @@ def normalize_url(link, base=None):
     existing escape is never encoded twice. ValueError (with the reason)
     for a URL that cannot be valid: a bad port, an invalid IPv6 literal or
     international name, no host."""
-    link = link.strip(_LINK_WHITESPACE).translate(_REMOVED_INSIDE)
-    if not link or link.startswith("#"):
+    link = _clean_link(link)
+    if not link or link[0] == "#":
         return None
     scheme = _SCHEME.match(link)
-    if scheme and scheme.group().lower() not in ("http:", "https:"):
+    if scheme:
+        scheme = scheme.group()[:-1].lower()
+        if scheme not in DEFAULT_PORTS:
+            return None
+        if link.startswith("//", len(scheme) + 1) or base is None:
+            return _normalize_absolute(link)
+        # "http:x" names no host: like browsers (and RFC 3986 §5.2.2 for
+        # non-strict parsers), read it as relative when the scheme is the base's.
+        base_scheme = _split_base(base)[0]
+        if scheme != base_scheme:
+            return _normalize_absolute(link)
+        link = link[len(scheme) + 1:]
+    if base is None:
         return None
-    if base is not None:
-        link = urllib.parse.urljoin(base, link)
-    elif not scheme:
-        return None
-    parts = urllib.parse.urlsplit(link)
+    base_scheme, authority, base_path, base_query = _split_base(base)
+    if link.startswith("//"):  # a network-path reference: only the scheme is the base's
+        return _normalize_absolute(base_scheme + ":" + link)
+    return _resolve_path(link, base_scheme, authority, base_path, base_query)
+
+
+def _clean_link(link):
+    link = link.strip(_LINK_WHITESPACE)
+    if "\t" in link or "\n" in link or "\r" in link:
+        link = link.translate(_REMOVED_INSIDE)
+    return link
+
+
+def _normalize_absolute(url):
+    parts = urllib.parse.urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS:
         return None
     host = parts.hostname
     if not host:
-        raise ValueError(f"no host in {link!r}")
+        raise ValueError(f"no host in {url!r}")
     host = ascii_host(host)
     if ":" in host:
         host = f"[{host}]"
@@ -2032,6 +2074,43 @@ def normalize_url(link, base=None):
     authority = host if port is None or port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
     path = _normalize_component(remove_dot_segments(parts.path), _PATH_SAFE) or "/"
     query = _normalize_component(parts.query, _QUERY_SAFE)
+    return f"{scheme}://{authority}{path}?{query}" if query else f"{scheme}://{authority}{path}"
+
+
+_BASES = {}  # base URL -> (scheme, authority, path, query) of its normalized form
+
+
+def _split_base(base):
+    parts = _BASES.get(base)
+    if parts is None:
+        normalized = normalize_url(base)
+        if normalized is None:
+            raise ValueError(f"base URL {base!r} is not an absolute http(s) URL")
+        scheme, _, rest = normalized.partition("://")
+        slash = rest.find("/")
+        path, _, query = rest[slash:].partition("?")
+        parts = (scheme, rest[:slash], path, query)
+        if len(_BASES) >= 10000:
+            _BASES.clear()
+        _BASES[base] = parts
+    return parts
+
+
+def _resolve_path(link, scheme, authority, base_path, base_query):
+    """Resolve a relative reference (no scheme, no authority) against the
+    parts of a normalized base URL (RFC 3986 §5.2.2)."""
+    link = link.partition("#")[0]
+    path, question, query = link.partition("?")
+    if not path:
+        path = base_path
+        if not question:
+            query = base_query
+    elif path[0] == "/":
+        path = remove_dot_segments(path)
+    else:  # merge with the base's directory (RFC 3986 §5.2.3)
+        path = remove_dot_segments(base_path[:base_path.rfind("/") + 1] + path)
+    path = _normalize_component(path, _PATH_SAFE)
+    query = _normalize_component(query, _QUERY_SAFE)
     return f"{scheme}://{authority}{path}?{query}" if query else f"{scheme}://{authority}{path}"
 
 
@@ -2086,9 +2165,12 @@ def html_charset(body, declared):
 
 
 class LinkParser(html.parser.HTMLParser):
-    """Collects the links of one HTML document: href of <a> and <area>
-    (unless rel=nofollow), src of <frame> and <iframe>, the first
-    <base href>, and <meta name=robots content=nofollow>."""
+    """Collects the links of one HTML document with html.parser: href of
+    <a> and <area> (unless rel=nofollow), src of <frame> and <iframe>, the
+    first <base href>, and <meta name=robots content=nofollow>.
+
+    This is the reference for scan_links() below, which finds the same
+    links faster, and its fallback for documents with marked sections."""
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
@@ -2097,62 +2179,332 @@ class LinkParser(html.parser.HTMLParser):
         self.nofollow = False
 
     def handle_starttag(self, tag, attrs):
-        if tag in ("a", "area"):
-            href = _first_attribute(attrs, "href")
-            rel = _first_attribute(attrs, "rel") or ""
-            if href is not None and "nofollow" not in rel.lower().split():
-                self.links.append(href)
-        elif tag in ("frame", "iframe"):
-            src = _first_attribute(attrs, "src")
-            if src is not None:
-                self.links.append(src)
-        elif tag == "base":
-            href = _first_attribute(attrs, "href")
-            if href is not None and self.base is None:
-                self.base = href
-        elif tag == "meta":
-            name = (_first_attribute(attrs, "name") or "").lower()
-            content = (_first_attribute(attrs, "content") or "").lower()
-            if name == "robots" and "nofollow" in content.replace(",", " ").split():
-                self.nofollow = True
+        _link_from_tag(self, tag, attrs, _first_attribute)
+
+
+def _link_from_tag(found, tag, attrs, first):
+    """Note what a start tag contributes: tag is its lower-case name, attrs
+    its attributes, first(attrs, name) the value of the first attribute
+    called name (None if it has no value or is absent)."""
+    if tag == "a" or tag == "area":
+        href = first(attrs, "href")
+        if href is not None:
+            rel = first(attrs, "rel")
+            if rel is None or "nofollow" not in rel.lower().split():
+                found.links.append(href)
+    elif tag == "frame" or tag == "iframe":
+        src = first(attrs, "src")
+        if src is not None:
+            found.links.append(src)
+    elif tag == "base":
+        if found.base is None:
+            found.base = first(attrs, "href")
+    elif tag == "meta":
+        name = (first(attrs, "name") or "").lower()
+        if name == "robots":
+            content = (first(attrs, "content") or "").lower()
+            if "nofollow" in content.replace(",", " ").split():
+                found.nofollow = True
 
 
 def _first_attribute(attrs, name):
-    # The HTML standard keeps the first of repeated attributes.
+    """For html.parser's [(lower-case name, value)]. The HTML standard
+    keeps the first of repeated attributes."""
     for key, value in attrs:
         if key == name:
             return value
     return None
 
 
-def extract_links(text, url):
-    """Parse HTML text (str) of the document at url and return (links,
-    invalid): links is the list of distinct normalized URLs (str) in
-    document order, resolved against the first <base href> if any; invalid
-    is a list of (raw link, reason) for links that cannot be valid URLs.
-    A page with <meta name=robots content=nofollow> has no links."""
+def _first_plain_attribute(attrs, name):
+    """For _PLAIN_ATTRIBUTE.findall()'s [(name, raw value)]: the value as
+    html.parser gives it (quotes removed, character references decoded)."""
+    for key, value in attrs:
+        if key == name or key.lower() == name:
+            if not value:
+                return None
+            if value[0] in "\"'":
+                value = value[1:-1]
+            return html.unescape(value) if "&" in value else value
+    return None
+
+
+def parse_links(text):
+    """The links of HTML text (str) found with html.parser: a LinkParser
+    with .links (raw values), .base and .nofollow."""
     parser = LinkParser()
-    parser.feed(text)
-    parser.close()
-    if parser.nofollow:
+    try:
+        parser.feed(text)
+        parser.close()
+    except (AssertionError, NotImplementedError):
+        pass  # html.parser gives up on some malformed <! declarations
+    return parser
+
+
+# Fast link extraction --------------------------------------------------------
+#
+# html.parser runs Python code for every tag, end tag and run of text: on a
+# 100 KB page, thousands of calls, and most of a crawler's time. Links live
+# in a handful of tags. scan_links() lets one regular expression, _SKIP,
+# step over everything else in C: text, comments, end tags, declarations,
+# processing instructions and every other start tag, each exactly as far as
+# html.parser would take it. It stops only at a start tag that matters (a,
+# area, frame, iframe, base, meta, and script and style, whose content is
+# not markup) or at something unusual (a tag that is never closed, a stray
+# "<"); Python handles that one construct the way html.parser's goahead()
+# does, then _SKIP takes over again. The patterns are html.parser's own
+# (CPython 3.9 to 3.13). test_crawl checks that scan_links() and
+# parse_links() find the same links on every page of its corpus.
+#
+# One regex trick needs a word: a start tag's extent is what html.parser's
+# locatestarttagend pattern matches *by itself*. Inside a larger pattern the
+# engine could backtrack into it and find a shorter match, so it is wrapped
+# as (?=(...))\1: a lookahead is never re-entered once it has matched, and
+# the backreference then consumes exactly that text (an "atomic group",
+# which Python's re only has built in from 3.11).
+
+_TAG_NAME = r"[a-zA-Z][^\t\n\r\f />\x00]*"
+_TAG_ATTRIBUTES = (r"""(?:[\s/]*(?:(?<=['"\s/])[^\s/>][^\s/=>]*(?:\s*=+\s*"""
+                   r"""(?:'[^']*'|"[^"]*"|(?!['"])[^>\s]*)\s*)?(?:\s|/(?!>))*)*)?\s*""")
+_START_TAG_EXTENT = re.compile("<" + _TAG_NAME + _TAG_ATTRIBUTES)
+_TAG_NAME_AND_SPACE = re.compile(r"([a-zA-Z][^\t\n\r\f />\x00]*)(?:\s|/(?!>))*")
+_ATTRIBUTE = re.compile(r"""((?<=['"\s/])[^\s/>][^\s/=>]*)(\s*=+\s*"""
+                        r"""('[^']*'|"[^"]*"|(?!['"])[^>\s]*))?(?:\s|/(?!>))*""")
+_END_TAG = re.compile(r"</\s*([a-zA-Z][-.a-zA-Z0-9:_]*)\s*>")
+_COMMENT_CLOSE = re.compile(r"--\s*>")
+_RAW_TEXT_END = {name: re.compile(r"</\s*%s\s*>" % name, re.I) for name in ("script", "style")}
+_LINK_TAGS = ("a", "area", "frame", "iframe", "base", "meta", "script", "style")
+# The names of the tags that matter, as a pattern that also says where
+# html.parser's tag name would end: (?!...) keeps them out of the skipping.
+_LINK_TAG_NAME = (r"(?:[aA](?:[rR][eE][aA])?|[bB][aA][sS][eE]|[fF][rR][aA][mM][eE]"
+                  r"|[iI][fF][rR][aA][mM][eE]|[mM][eE][tT][aA]"
+                  r"|[sS](?:[cC][rR][iI][pP][tT]|[tT][yY][lL][eE]))")
+_NAME_ENDS = r"(?:[\t\n\r\f />\x00]|\Z)"
+
+# The plain shape most tags have: an ASCII name, then attributes separated
+# by ASCII spaces, each an ASCII name with an optional value that is quoted
+# or a plain word. For this shape html.parser's patterns give the same
+# extent and attributes, with no ambiguity for the engine to resolve.
+_PLAIN_ATTRIBUTE = re.compile(
+    r"""[ \t\n\r\f]+([a-zA-Z_:][-a-zA-Z0-9_:.]*)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s"'=<>`]+))?""")
+_PLAIN_ATTRIBUTES = r"""(?:[ \t\n\r\f]+[a-zA-Z_:][-a-zA-Z0-9_:.]*(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'=<>`]+))?)*"""
+
+_SKIP = re.compile(r"""(?:
+      [^<]+                                         # text
+    | </[^>]*>                                      # an end tag
+    | <(?!%(link)s%(ends)s)[a-zA-Z][-a-zA-Z0-9_:.]*%(plain)s[ \t\n\r\f]*/?>
+                                                    # a start tag, plain shape
+    | <(?!%(link)s%(ends)s)[a-zA-Z][^>"'\x00]*>     # a start tag with no quotes
+    | <!--.*?--\s*>                                 # a comment
+    | <!(?!--)[^>]*>                                # <!DOCTYPE ...> or a bogus comment
+    | <\?[^>]*>                                     # a processing instruction
+    | (?=(<(?!%(link)s%(ends)s)%(name)s%(attributes)s))\1/?>
+                                                    # a start tag of any shape
+    | <(?![a-zA-Z/!?])                              # a "<" that starts nothing
+    ){0,10000}
+    (?:<(%(link)s)(%(plain)s)[ \t\n\r\f]*(/?)>)?    # a link tag, plain shape
+    """ % {"link": _LINK_TAG_NAME, "ends": _NAME_ENDS, "plain": _PLAIN_ATTRIBUTES,
+           "name": _TAG_NAME, "attributes": _TAG_ATTRIBUTES}, re.S | re.X)
+_INCOMPLETE_AFTER = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ=/")
+
+
+class _FoundLinks:
+    __slots__ = ("links", "base", "nofollow")
+
+    def __init__(self):
+        self.links = []
+        self.base = None
+        self.nofollow = False
+
+
+def scan_links(text):
+    """The links of HTML text (str), as parse_links() finds them, faster:
+    an object with .links (raw values), .base and .nofollow."""
+    if "<![" in text:  # a marked section: rare enough to leave to html.parser
+        return parse_links(text)
+    found = _FoundLinks()
+    skip = _SKIP.match
+    end = len(text)
+    position = 0
+    while position < end:
+        match = skip(text, position)
+        position = match.end()
+        tag = match.group(2)
+        if tag is not None:  # a plain link tag: its attributes are simple
+            tag = tag.lower()
+            attrs = _PLAIN_ATTRIBUTE.findall(match.group(3))
+            _link_from_tag(found, tag, attrs, _first_plain_attribute)
+            if tag in _RAW_TEXT_END and not match.group(4):
+                position = _skip_raw_text(text, position, tag)
+        elif position < end and text[position] == "<":
+            position = _scan_construct(text, position, found)
+        if position < 0:
+            break  # an unclosed <script> or <style>: the rest is its text
+    return found
+
+
+def _scan_construct(text, i, found):
+    """Handle the construct at text[i] == "<" as html.parser's goahead()
+    does (at the end of input); return where the next one starts."""
+    if text.startswith("<!--", i):
+        match = _COMMENT_CLOSE.search(text, i + 4)
+        end = match.end() if match else -1
+    elif text.startswith(("<!", "<?"), i):
+        end = text.find(">", i + 2)
+        end = end + 1 if end >= 0 else -1
+    elif text.startswith("</", i):
+        end = text.find(">", i + 1)
+        end = end + 1 if end >= 0 else -1
+    elif i + 1 < len(text) and text[i + 1] in _ASCII_LETTERS:
+        end = _scan_start_tag(text, i, found)
+    else:
+        return i + 1  # a "<" that is just text
+    if end >= 0:
+        return end
+    # Not closed before the end of the input: html.parser takes the text
+    # up to the next ">" (or "<") as data and goes on after it.
+    end = text.find(">", i + 1)
+    if end >= 0:
+        return end + 1
+    end = text.find("<", i + 1)
+    return end if end >= 0 else i + 1
+
+
+_ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _scan_start_tag(text, i, found):
+    """html.parser's check_for_whole_start_tag() and parse_starttag():
+    returns the end of the tag, or -1 if it is incomplete."""
+    j = _START_TAG_EXTENT.match(text, i).end()
+    after = text[j:j + 1]
+    if after == ">":
+        end = j + 1
+    elif after == "/":
+        if not text.startswith("/>", j):
+            return -1
+        end = j + 2
+    elif after == "" or after in _INCOMPLETE_AFTER:
+        return -1
+    else:
+        end = j if j > i else i + 1
+    match = _TAG_NAME_AND_SPACE.match(text, i + 1)
+    tag = match.group(1).lower()
+    if tag not in _LINK_TAGS:
+        return end  # reached only for unusual tags that _SKIP left
+    k = match.end()
+    attrs = []
+    while k < end:
+        match = _ATTRIBUTE.match(text, k)
+        if not match:
+            break
+        name, rest, value = match.group(1, 2, 3)
+        if not rest:
+            value = None
+        elif value[:1] == "'" == value[-1:] or value[:1] == '"' == value[-1:]:
+            value = value[1:-1]
+        if value:
+            value = html.unescape(value)
+        attrs.append((name.lower(), value))
+        k = match.end()
+    closing = text[k:end].strip()
+    if closing not in (">", "/>"):
+        return end  # html.parser takes it as text
+    _link_from_tag(found, tag, attrs, _first_attribute)
+    if tag in _RAW_TEXT_END and closing == ">":
+        return _skip_raw_text(text, end, tag)
+    return end
+
+
+def _skip_raw_text(text, i, tag):
+    """After <script> or <style>: the end of the element's text and end tag,
+    or -1 if it never ends (html.parser then ignores the rest)."""
+    pattern = _RAW_TEXT_END[tag]
+    while True:
+        match = pattern.search(text, i)
+        if not match:
+            return -1
+        end = text.find(">", match.start() + 1) + 1
+        name = _END_TAG.match(text, match.start())
+        if name and name.group(1).lower() == tag:
+            return end
+        i = end
+
+
+def extract_links(text, url, scan=scan_links):
+    """Find the links in HTML text (str) of the document at url and return
+    (links, invalid): links is the list of distinct normalized URLs (str)
+    in document order, resolved against the first <base href> if any;
+    invalid is a list of (raw link, reason) for links that cannot be valid
+    URLs. A page with <meta name=robots content=nofollow> has no links.
+    scan is scan_links, or parse_links for html.parser itself."""
+    found = scan(text)
+    if found.nofollow:
         return [], []
     base = url
-    if parser.base is not None:
+    if found.base is not None:
         try:
-            base = normalize_url(parser.base, url) or url
+            base = normalize_url(found.base, url) or url
         except ValueError:
             pass
     links, invalid, seen = [], [], set()
-    for raw in parser.links:
-        try:
-            link = normalize_url(raw, base)
-        except ValueError as error:
-            invalid.append((raw, str(error)))
-            continue
-        if link is not None and link not in seen:
-            seen.add(link)
-            links.append(link)
+    resolve = _LinkResolver(base).resolve
+    for raw in found.links:
+        link = resolve(raw)
+        if type(link) is str:
+            if link not in seen:
+                seen.add(link)
+                links.append(link)
+        elif link is not None:
+            invalid.append((raw, str(link)))
     return links, invalid
+
+
+class _LinkResolver:
+    """normalize_url(raw, base) with a cache shared by all documents.
+
+    Pages of one site repeat the same links, and a relative link's meaning
+    depends on only part of the base: a path like "../a.html" on the base's
+    directory, "/a.html" on its origin, "https://x/" on nothing. Keying the
+    cache by that part lets every page in a directory share the entries."""
+
+    _cache = {}  # (context, raw link) -> URL str, None, or the ValueError
+    MAX_ENTRIES = 100_000
+
+    def __init__(self, base):
+        self.base = base
+        scheme, authority, path, _ = _split_base(base)
+        self.origin = f"{scheme}://{authority}"
+        self.directory = self.origin + path[:path.rfind("/") + 1]
+        self.scheme = scheme
+
+    def _context(self, raw):
+        first = raw[:1]
+        if first == "/":
+            return self.scheme if raw[1:2] == "/" else self.origin
+        if first.isalnum() or first in "._-~%":
+            if ":" not in raw:
+                return self.directory
+            if _ABSOLUTE_URL.match(raw):
+                return ""
+        return self.base  # anything else may depend on the whole base
+
+    def resolve(self, raw):
+        key = (self._context(raw), raw)
+        cache = self._cache
+        result = cache.get(key, cache)
+        if result is cache:
+            try:
+                result = normalize_url(raw, self.base)
+            except ValueError as error:
+                result = error
+            if len(cache) >= self.MAX_ENTRIES:
+                cache.clear()
+            cache[key] = result
+        return result
+
+
+_ABSOLUTE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
 
 
 # ---------------------------------------------------------------------------

@@ -151,6 +151,7 @@ class SiteServer:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = protocol
+            disable_nagle_algorithm = True  # http.server writes head and body apart
 
             def setup(self):
                 super().setup()
