@@ -980,8 +980,8 @@ class Stream:
     def __repr__(self):
         return f"<Stream fd={self.sock.fileno()} buffered={len(self._buffer)}>"
 
-    def _fill(self):
-        """Read more bytes into the buffer; return False at EOF."""
+    def fill(self):
+        """Receive more bytes into the buffer; return False at EOF."""
         if self._eof:
             return False
         data = yield from read(self.sock, 65536, self.read_timeout)
@@ -1005,7 +1005,7 @@ class Stream:
         if not self._buffer:
             if self._eof:
                 return b""
-            if not (yield from self._fill()):
+            if not (yield from self.fill()):
                 return b""
         data = bytes(self._buffer[:max_bytes])
         del self._buffer[:max_bytes]
@@ -1014,7 +1014,7 @@ class Stream:
     def readexactly(self, count):
         """Return exactly count bytes; IncompleteReadError at an early EOF."""
         while len(self._buffer) < count:
-            if not (yield from self._fill()):
+            if not (yield from self.fill()):
                 partial = bytes(self._buffer)
                 self._buffer.clear()
                 raise IncompleteReadError(partial, count)
@@ -1022,29 +1022,41 @@ class Stream:
         del self._buffer[:count]
         return data
 
-    def readuntil(self, separator=b"\n", limit=65536):
-        """Return bytes up to and including separator.
-
-        LimitOverrunError when limit bytes arrive without it;
-        IncompleteReadError when the stream ends first."""
-        start = 0
-        while True:
-            index = self._buffer.find(separator, start)
-            if index >= 0:
-                end = index + len(separator)
-                if end > limit:
-                    break
-                data = bytes(self._buffer[:end])
-                del self._buffer[:end]
-                return data
+    def take_until(self, separator, limit=65536):
+        """Without waiting: the buffered bytes up to and including the first
+        separator (bytes, or a compiled bytes regex), removed from the
+        buffer; None if it has not arrived yet. LimitOverrunError when it
+        does not occur within limit bytes."""
+        if isinstance(separator, bytes):
+            index = self._buffer.find(separator)
+            end = index + len(separator) if index >= 0 else -1
+        else:
+            match = separator.search(self._buffer)
+            end = match.end() if match else -1
+        if end < 0:
             if len(self._buffer) > limit:
-                break
-            start = max(0, len(self._buffer) - len(separator) + 1)
-            if not (yield from self._fill()):
+                raise LimitOverrunError(f"no {getattr(separator, 'pattern', separator)!r} "
+                                        f"within {limit} bytes")
+            return None
+        if end > limit:
+            raise LimitOverrunError(f"no {getattr(separator, 'pattern', separator)!r} "
+                                    f"within {limit} bytes")
+        data = bytes(self._buffer[:end])
+        del self._buffer[:end]
+        return data
+
+    def readuntil(self, separator=b"\n", limit=65536):
+        """Return bytes up to and including separator (bytes, or a compiled
+        bytes regex). LimitOverrunError when limit bytes arrive without it;
+        IncompleteReadError when the stream ends first."""
+        while True:
+            data = self.take_until(separator, limit)
+            if data is not None:
+                return data
+            if not (yield from self.fill()):
                 partial = bytes(self._buffer)
                 self._buffer.clear()
                 raise IncompleteReadError(partial, None)
-        raise LimitOverrunError(f"no {separator!r} within {limit} bytes")
 
     def readline(self, limit=65536):
         """Return one line including its b'\\n' (see readuntil)."""
@@ -1343,13 +1355,13 @@ def parse_status_line(line, url=None):
     """Parse b'HTTP/1.1 200 OK\\r\\n' into ("HTTP/1.1", 200, "OK").
 
     The grammar is HTTP-version SP 3DIGIT [SP reason-phrase] (RFC 9112 §4);
-    a missing reason phrase is fine. ProtocolError otherwise, naming the
-    bytes seen."""
+    a missing reason phrase is fine; a code below 100 is not a status
+    (RFC 9110 §15). ProtocolError otherwise, naming the bytes seen."""
     text = line.rstrip(b"\r\n")
     version, _, rest = text.partition(b" ")
     code, _, reason = rest.partition(b" ")
     if (len(version) != 8 or not version.startswith(b"HTTP/1.") or not version[7:8].isdigit()
-            or len(code) != 3 or not code.isdigit()):
+            or len(code) != 3 or not code.isdigit() or code < b"100"):
         raise ProtocolError(f"invalid status line {bytes(line[:100])!r}", url)
     return version.decode("ascii"), int(code), reason.strip().decode("latin-1")
 
@@ -1397,20 +1409,39 @@ def _read_field_lines(stream, budget, url):
             raise ProtocolError(f"more than {MAX_FIELD_COUNT} fields", url)
 
 
+_END_OF_HEAD = re.compile(rb"\r?\n\r?\n")  # the blank line, CRLF or bare LF
+
+
 def _read_head(stream, url):
     """Read the status line and field section of the final response,
     skipping interim 1xx responses (RFC 9110 §15.2). Returns (version,
     status, reason, Fields)."""
     budget = MAX_FIELD_SECTION_BYTES
     while True:
+        if not stream.buffered() and not (yield from stream.fill()):
+            raise IncompleteReadError(b"", None)
         try:
-            line = yield from stream.readline(budget)
+            head = stream.take_until(_END_OF_HEAD, budget)
         except LimitOverrunError:
-            raise ProtocolError(f"status line longer than {MAX_FIELD_SECTION_BYTES} bytes", url) from None
-        budget -= len(line)
-        version, status, reason = parse_status_line(line, url)
-        lines, budget = yield from _read_field_lines(stream, budget, url)
-        fields = parse_fields(lines, url)
+            raise ProtocolError(f"field section larger than {MAX_FIELD_SECTION_BYTES} bytes",
+                                url) from None
+        if head is not None:  # the usual case: the whole head arrived at once
+            budget -= len(head)
+            lines = head.split(b"\n")[:-2]
+            version, status, reason = parse_status_line(lines[0], url)
+            if len(lines) > MAX_FIELD_COUNT + 1:
+                raise ProtocolError(f"more than {MAX_FIELD_COUNT} fields", url)
+            fields = parse_fields(lines[1:], url)
+        else:  # line by line, so that a server that is not HTTP fails at once
+            try:
+                line = yield from stream.readline(budget)
+            except LimitOverrunError:
+                raise ProtocolError(f"status line longer than {MAX_FIELD_SECTION_BYTES} bytes",
+                                    url) from None
+            budget -= len(line)
+            version, status, reason = parse_status_line(line, url)
+            lines, budget = yield from _read_field_lines(stream, budget, url)
+            fields = parse_fields(lines, url)
         if status == 101:
             raise ProtocolError("101 Switching Protocols was not asked for", url)
         if status >= 200 or status < 100:
@@ -1665,17 +1696,45 @@ def split_url(url):
     """Split an http(s) URL into (scheme, host, port, target): host in its
     ASCII (IDNA) form without brackets, port an int, target the
     percent-encoded path and query (RFC 9112 §3.2). Userinfo is dropped,
-    never sent. ValueError for another scheme, a missing host or a bad
-    port."""
+    never sent. ValueError for another scheme, a missing or invalid host or
+    a bad port."""
     parts = urllib.parse.urlsplit(url.strip())
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS:
         raise ValueError(f"unsupported URL scheme {scheme!r} in {url!r}: only http and https")
-    host = parts.hostname
-    if not host:
-        raise ValueError(f"no host in URL {url!r}")
-    port = parts.port or DEFAULT_PORTS[scheme]  # ValueError for a bad port
-    return scheme, ascii_host(host), port, request_target(parts.path, parts.query)
+    host, port = parse_authority(parts.netloc, url)
+    return scheme, host, port or DEFAULT_PORTS[scheme], request_target(parts.path, parts.query)
+
+
+_FORBIDDEN_IN_HOST = re.compile(r"[\x00-\x20#%/:<>?@\[\\\]^|\x7f]")  # WHATWG URL forbidden host code points
+
+
+def parse_authority(netloc, url=None):
+    """(host, port) of an authority "user@host:port": host lower-case
+    ASCII (IDNA for international names, no brackets for IPv6), port an int
+    or None. ValueError for a missing or invalid host or port."""
+    hostport = netloc.rpartition("@")[2]
+    if hostport.startswith("["):
+        literal, bracket, port = hostport[1:].partition("]")
+        if not bracket or (port and not port.startswith(":")):
+            raise ValueError(f"invalid IPv6 address in {url or netloc!r}")
+        try:  # parse and print it back: validated and in its canonical form (RFC 5952)
+            host = socket.inet_ntop(socket.AF_INET6, socket.inet_pton(socket.AF_INET6, literal))
+        except (OSError, ValueError):
+            raise ValueError(f"invalid IPv6 address [{literal}] in {url or netloc!r}") from None
+        port = port[1:]
+    else:
+        host, _, port = hostport.partition(":")
+        if not host:
+            raise ValueError(f"no host in {url or netloc!r}")
+        host = ascii_host(host)
+        if _FORBIDDEN_IN_HOST.search(host):
+            raise ValueError(f"invalid character in host {host!r}")
+    if not port:
+        return host, None
+    if not port.isdigit() or not port.isascii() or int(port) > 65535:
+        raise ValueError(f"invalid port {port!r} in {url or netloc!r}")
+    return host, int(port)
 
 
 def ascii_host(host):
@@ -1923,6 +1982,10 @@ class Client:
                 if reused and nothing_received and method in IDEMPOTENT_METHODS:
                     raise _StaleConnection() from error
                 if isinstance(error, IncompleteReadError):
+                    if nothing_received:  # as http.client's RemoteDisconnected
+                        raise ConnectionResetError(
+                            errno.ECONNRESET, "the server closed the connection "
+                            "without sending a response") from None
                     raise ProtocolError(f"connection closed before a complete response head "
                                         f"({len(error.partial)} bytes received)", url) from None
                 raise
@@ -2064,13 +2127,9 @@ def _normalize_absolute(url):
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS:
         return None
-    host = parts.hostname
-    if not host:
-        raise ValueError(f"no host in {url!r}")
-    host = ascii_host(host)
+    host, port = parse_authority(parts.netloc, url)
     if ":" in host:
         host = f"[{host}]"
-    port = parts.port  # ValueError for a port that is not a number or too big
     authority = host if port is None or port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
     path = _normalize_component(remove_dot_segments(parts.path), _PATH_SAFE) or "/"
     query = _normalize_component(parts.query, _QUERY_SAFE)
@@ -2115,20 +2174,33 @@ def _resolve_path(link, scheme, authority, base_path, base_query):
 
 
 def url_origin(url):
-    """(scheme, host, port) of a normalized URL."""
-    scheme, host, port, _ = split_url(url)
-    return scheme, host, port
+    """(scheme, host, port) of a normalized URL: what a connection pool
+    and robots.txt are keyed by."""
+    scheme, _, rest = url.partition("://")
+    authority = rest.split("/", 1)[0]
+    host, port = _split_authority(authority)
+    return scheme, host, port or DEFAULT_PORTS[scheme]
 
 
 def url_host(url):
     """The host of a normalized URL (lower case, no port, no brackets)."""
-    return urllib.parse.urlsplit(url).hostname or ""
+    return _split_authority(url.split("/", 3)[2])[0]
+
+
+def _split_authority(authority):
+    if authority.startswith("["):  # an IPv6 literal
+        host, _, port = authority[1:].partition("]")
+        port = port[1:]
+    else:
+        host, _, port = authority.partition(":")
+    return host, int(port) if port else None
 
 
 def url_target(url):
     """The path and query of a normalized URL: what robots.txt rules match."""
-    parts = urllib.parse.urlsplit(url)
-    return (parts.path or "/") + ("?" + parts.query if parts.query else "")
+    rest = url.partition("://")[2]
+    slash = rest.find("/")
+    return rest[slash:] if slash >= 0 else "/"
 
 
 def resolve_location(location, url):
@@ -2525,18 +2597,22 @@ class RobotsRules:
     any run of characters and a final "$" anchors the end (RFC 9309
     §2.2.2-2.2.3). crawl_delay is seconds (float) or None."""
 
-    def __init__(self, rules=(), crawl_delay=None, reason=None):
+    def __init__(self, rules=(), crawl_delay=None, reason=None, error_kind="robots"):
         self.rules = [(_robots_pattern(path), len(path), allow) for allow, path in rules]
         self.crawl_delay = crawl_delay
         self.reason = reason  # why everything is disallowed, if it is
+        self.error_kind = error_kind  # what a blocked URL's record says
 
     @classmethod
     def allow_all(cls):
         return cls()
 
     @classmethod
-    def disallow_all(cls, reason):
-        return cls([(False, "/")], reason=reason)
+    def disallow_all(cls, reason, error_kind="robots"):
+        """Nothing may be fetched: error_kind "robots" when the server said
+        so (a 5xx answer), else the kind of the error that made robots.txt
+        unreachable ("connect", "dns", "tls", ...), which is a failure."""
+        return cls([(False, "/")], reason=reason, error_kind=error_kind)
 
     @classmethod
     def parse(cls, text, product_token):
@@ -2690,7 +2766,7 @@ def describe_error(error):
     if isinstance(error, ssl.SSLCertVerificationError):
         return "tls", f"certificate verify failed: {error.verify_message}"
     if isinstance(error, ssl.SSLError):
-        return "tls", f"TLS error: {error.reason or error}"
+        return "tls", f"TLS error: {getattr(error, 'reason', None) or error}"
     if isinstance(error, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
         return "reset", f"connection reset by the server ({error.strerror or error})"
     if isinstance(error, OSError):
@@ -2825,6 +2901,7 @@ class Crawler:
             timeout=timeout, max_body_size=max_size, max_idle_per_origin=max_tasks,
             max_idle=max(100, max_tasks), verify=verify, cafile=cafile)
         self.scope_hosts = set()
+        self._scope_by_authority = {}
         for root in self.roots:
             host = _without_www(url_host(root))
             self.scope_hosts.update((host, "www." + host))
@@ -2844,13 +2921,14 @@ class Crawler:
         """Whether url is on the roots' hosts (with or without "www."; any
         subdomain when lenient) and matches no exclude pattern. Scheme and
         port do not matter."""
-        host = url_host(url)
-        if host not in self.scope_hosts:
-            if not self.lenient:
-                return False
-            if not any(host.endswith("." + _without_www(root)) for root in self.scope_hosts):
-                return False
-        return not any(pattern.search(url) for pattern in self.exclude)
+        authority = url.split("/", 3)[2]
+        in_scope = self._scope_by_authority.get(authority)
+        if in_scope is None:
+            host = _split_authority(authority)[0]
+            in_scope = host in self.scope_hosts or (self.lenient and any(
+                host.endswith("." + root) for root in self.scope_hosts))
+            self._scope_by_authority[authority] = in_scope
+        return in_scope and not any(pattern.search(url) for pattern in self.exclude)
 
     def _discover(self, url, redirects_left, depth, referrer, chain=()):
         """Queue url unless it was seen before; True if it was queued."""
@@ -2927,7 +3005,8 @@ class Crawler:
         if self.robots:
             rules = yield from self._robots_rules(origin, state)
             if not rules.can_fetch(url_target(url)):
-                return self._not_fetched(record, "robots", rules.reason or "blocked by robots.txt")
+                return self._not_fetched(record, rules.error_kind,
+                                         rules.reason or "blocked by robots.txt")
         self.fetches_started += 1
         started = get_event_loop().time()
         try:
@@ -2995,11 +3074,12 @@ class Crawler:
         if gap <= 0:
             return
         loop = get_event_loop()
-        now = loop.time()
-        slot = max(now, state.next_slot)
-        state.next_slot = slot + gap  # reserve the slot before waiting for it
-        if slot > now:
-            yield from sleep(slot - now)
+        while True:  # workers woken together re-check: the first one takes the slot
+            now = loop.time()
+            if now >= state.next_slot:
+                state.next_slot = now + gap
+                return
+            yield from sleep(state.next_slot - now)
 
     def _robots_rules(self, origin, state):
         """The origin's RobotsRules, fetched once; concurrent workers share
@@ -3033,7 +3113,8 @@ class Crawler:
             except BodyTooLarge as error:
                 response = error.response  # parse the part that arrived
             except Exception as error:
-                return RobotsRules.disallow_all(f"robots.txt unreachable: {describe_error(error)[1]}")
+                kind, message = describe_error(error)
+                return RobotsRules.disallow_all(f"robots.txt unreachable: {message}", kind)
             status = response.status
             if status in REDIRECT_STATUSES and response.location:
                 try:
@@ -3047,7 +3128,8 @@ class Crawler:
                 text = response.body.decode("utf-8", "replace")
                 return RobotsRules.parse(text, product_token(self.user_agent))
             if status == 429 or status >= 500:
-                return RobotsRules.disallow_all(f"robots.txt unreachable: status {status}")
+                return RobotsRules.disallow_all(
+                    f"blocked: robots.txt answered {status}, which means nothing may be fetched")
             return RobotsRules.allow_all()
         logger.info("%s: more than 5 redirects; robots.txt treated as unavailable", where)
         return RobotsRules.allow_all()
@@ -3060,9 +3142,10 @@ class Crawler:
         except ValueError as error:
             record.error_kind, record.error = "invalid_url", f"invalid Location {location!r}: {error}"
             return
+        if target is None:  # a scheme we do not fetch: say where it pointed
+            record.redirect = location.strip()
+            return
         record.redirect = target
-        if target is None:
-            return  # a scheme we do not fetch
         hops = chain + (record.url,)
         if target in hops:
             record.error_kind = "redirect_limit"
@@ -3226,7 +3309,7 @@ class JSONLinesWriter:
     unbuffered file, so that a killed crawl leaves only whole lines."""
 
     def __init__(self, path):
-        self.file = open(path, "ab", buffering=0)
+        self.file = open(path, "wb", buffering=0)
 
     def write(self, record):
         import json
@@ -3315,7 +3398,7 @@ def _argument_error(message):
 def build_parser():
     import argparse
     parser = argparse.ArgumentParser(
-        prog="crawl.py", description="Crawl web sites from the given roots, following links "
+        prog="crawl.py", description="Crawl web sites from the given roots, following links\n"
         "on the same hosts, and report every URL found.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     add = parser.add_argument
@@ -3346,7 +3429,8 @@ def build_parser():
         help="skip URLs matching REGEX (repeatable)")
     add("--no-robots", action="store_true", help="do not fetch or obey robots.txt")
     add("-o", "--output", metavar="FILE",
-        help="append the records to FILE as JSON Lines, one line per URL as it finishes")
+        help="write the records to FILE as JSON Lines, one line per URL as it finishes "
+             "(the file is replaced)")
     add("--cafile", metavar="FILE", help="also trust the CA certificates in FILE (PEM)")
     add("--insecure", action="store_true",
         help="do NOT verify TLS certificates (the report says so)")
@@ -3370,22 +3454,23 @@ def main(argv=None):
             parser.error(f"bad root: {error}")
     if args.cafile and not os.path.isfile(args.cafile):
         parser.error(f"--cafile: no such file {args.cafile!r}")
-    writer = None
-    if args.output:
-        try:
-            writer = JSONLinesWriter(args.output)
-        except OSError as error:
-            parser.error(f"cannot write --output {args.output!r}: {error.strerror or error}")
     try:
         crawler = Crawler(
             args.roots, max_tasks=args.max_tasks, max_redirect=args.max_redirect,
             max_tries=args.max_tries, max_pages=args.max_pages, max_depth=args.max_depth,
             delay=args.delay, timeout=args.timeout, max_size=args.max_size,
             user_agent=args.user_agent, lenient=args.lenient, exclude=args.exclude,
-            robots=not args.no_robots, verify=not args.insecure, cafile=args.cafile,
-            on_record=writer.write if writer else None)
+            robots=not args.no_robots, verify=not args.insecure, cafile=args.cafile)
     except ValueError as error:
         parser.error(str(error))
+    writer = None
+    if args.output:
+        try:
+            writer = JSONLinesWriter(args.output)
+        except OSError as error:
+            crawler.client.close()
+            parser.error(f"cannot write --output {args.output!r}: {error.strerror or error}")
+        crawler.on_record = writer.write
     try:
         return _run_crawl(crawler, args)
     finally:
