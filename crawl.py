@@ -276,6 +276,7 @@ class Task(Future):
             self._must_cancel = False
             if not isinstance(error, CancelledError):
                 error = CancelledError()
+        self._loop._current_task = self
         try:
             if error is None:
                 yielded = self._coro.send(None)
@@ -293,6 +294,8 @@ class Task(Future):
             raise
         else:
             self._wait_on(yielded)
+        finally:
+            self._loop._current_task = None
 
     def _wait_on(self, yielded):
         if yielded is None:  # a bare `yield`: run again next iteration
@@ -326,6 +329,11 @@ def _bad_yield_message(yielded):
                 "use `yield from` (or `await`) to run a coroutine, not `yield`")
     return (f"a coroutine yielded {yielded!r}, which is not a Future: "
             "wait with `yield from future`, or use a bare `yield` to let others run")
+
+
+def current_task(loop=None):
+    """The Task whose coroutine is running now (None outside any task)."""
+    return (loop or get_event_loop())._current_task
 
 
 def ensure_future(awaitable, loop=None):
@@ -429,6 +437,7 @@ class EventLoop:
         self._running = False
         self._closed = False
         self._executor = None  # threads for blocking calls, made on first use
+        self._current_task = None  # set by Task._step while a coroutine runs
         # A socket pair that call_soon_threadsafe writes to, to wake select().
         self._wakeup_reader, self._wakeup_writer = socket.socketpair()
         self._wakeup_reader.setblocking(False)
@@ -734,9 +743,7 @@ def _wait_for_io(sock, for_writing, timeout):
         loop.add_reader(fd, _set_result_unless_done, future, None)
     timer = None
     if timeout is not None:
-        action = "write to" if for_writing else "read from"
-        error = TimeoutError(f"timed out after {timeout:g} s waiting to {action} the socket")
-        timer = loop.call_later(timeout, _set_exception_unless_done, future, error)
+        timer = loop.call_later(timeout, _time_out, future, timeout, for_writing)
     try:
         yield from future
     finally:
@@ -746,6 +753,12 @@ def _wait_for_io(sock, for_writing, timeout):
             loop.remove_reader(fd)
         if timer is not None:
             timer.cancel()
+
+
+def _time_out(future, timeout, for_writing):
+    action = "write to" if for_writing else "read from"
+    _set_exception_unless_done(
+        future, TimeoutError(f"timed out after {timeout:g} s waiting to {action} the socket"))
 
 
 def wait_readable(sock, timeout=None):
@@ -788,9 +801,25 @@ def read(sock, max_bytes=65536, timeout=None):
         try:
             return sock.recv(max_bytes)
         except _WOULD_BLOCK:
-            yield from wait_readable(sock, timeout)
+            for_writing = False
         except ssl.SSLWantWriteError:  # TLS needs to send before it can read
-            yield from wait_writable(sock, timeout)
+            for_writing = True
+        # Wait outside the except clause: a coroutine suspended inside one
+        # keeps the exception and its traceback alive for the whole wait.
+        yield from _wait_for_io(sock, for_writing, timeout)
+
+
+def read_into(sock, buffer, timeout=None):
+    """Like read(), into buffer (a writable bytes-like object, e.g. a
+    bytearray or memoryview); return the number of bytes, 0 at EOF."""
+    while True:
+        try:
+            return sock.recv_into(buffer)
+        except _WOULD_BLOCK:
+            for_writing = False
+        except ssl.SSLWantWriteError:
+            for_writing = True
+        yield from _wait_for_io(sock, for_writing, timeout)
 
 
 def read_all(sock, timeout=None):
@@ -809,13 +838,13 @@ def sendall(sock, data, timeout=None):
     view = memoryview(data)
     while view:
         try:
-            sent = sock.send(view)
+            view = view[sock.send(view):]
+            continue
         except (BlockingIOError, InterruptedError, ssl.SSLWantWriteError):
-            yield from wait_writable(sock, timeout)
+            for_writing = True
         except ssl.SSLWantReadError:  # TLS needs to receive before it can send
-            yield from wait_readable(sock, timeout)
-        else:
-            view = view[sent:]
+            for_writing = False
+        yield from _wait_for_io(sock, for_writing, timeout)
 
 
 def getaddrinfo(host, port):
@@ -850,9 +879,10 @@ def start_tls(sock, context, server_hostname, timeout=None):
                 tls.do_handshake()
                 return tls
             except ssl.SSLWantReadError:
-                yield from wait_readable(tls, timeout)
+                for_writing = False
             except ssl.SSLWantWriteError:
-                yield from wait_writable(tls, timeout)
+                for_writing = True
+            yield from _wait_for_io(tls, for_writing, timeout)
     except BaseException:
         tls.close()
         raise
@@ -922,6 +952,42 @@ def _expire(inner, expired):
     inner.cancel()
 
 
+class timeout:
+    """A deadline for a block of code inside a task (as asyncio.timeout):
+
+        with timeout(5.0):
+            response = yield from client.fetch(url)
+
+    If the block is still running after seconds (float), the current task
+    is cancelled and the with statement raises the builtin TimeoutError
+    instead of CancelledError. Cheaper than wait_for(): no second task.
+    seconds None means no deadline."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.expired = False
+        self._timer = None
+
+    def __enter__(self):
+        if self.seconds is not None:
+            task = current_task()
+            if task is None:
+                raise RuntimeError("timeout() must be used inside a task")
+            self._timer = task._loop.call_later(self.seconds, self._expire, task)
+        return self
+
+    def _expire(self, task):
+        self.expired = True
+        task.cancel()
+
+    def __exit__(self, exc_type, exc, traceback):
+        if self._timer is not None:
+            self._timer.cancel()
+        if self.expired and exc_type is CancelledError:
+            raise TimeoutError(f"timed out after {self.seconds:g} s") from None
+        return False
+
+
 def gather(*awaitables):
     """Wait for all awaitables; return their results in order. The first
     exception is raised once every one of them is done (none is left
@@ -960,6 +1026,16 @@ class LimitOverrunError(Exception):
     """A line or block was longer than the limit given to the read."""
 
 
+def _scratch_buffer():
+    """A 64 KiB buffer that Streams receive into, one per thread: one
+    recv_into() a shared buffer, rather than a fresh 64 KiB bytes object for
+    every recv() on each of thousands of connections."""
+    scratch = getattr(_current, "scratch", None)
+    if scratch is None:
+        scratch = _current.scratch = memoryview(bytearray(65536))
+    return scratch
+
+
 class Stream:
     """A buffered byte stream over a connected non-blocking socket (plain or
     TLS): the reads protocol code needs, so that it never parses raw recv()
@@ -984,12 +1060,13 @@ class Stream:
         """Receive more bytes into the buffer; return False at EOF."""
         if self._eof:
             return False
-        data = yield from read(self.sock, 65536, self.read_timeout)
-        if not data:
+        scratch = _scratch_buffer()
+        count = yield from read_into(self.sock, scratch, self.read_timeout)
+        if not count:
             self._eof = True
             return False
-        self.bytes_received += len(data)
-        self._buffer += data
+        self.bytes_received += count
+        self._buffer += scratch[:count]
         return True
 
     def buffered(self):
@@ -1259,10 +1336,15 @@ class Fields:
     __slots__ = ("_pairs", "_by_name")
 
     def __init__(self, pairs=()):
-        self._pairs = []
-        self._by_name = {}
-        for name, value in pairs:
-            self.add(name, value)
+        self._pairs = list(pairs)
+        self._by_name = by_name = {}
+        for name, value in self._pairs:
+            key = name.lower()
+            values = by_name.get(key)
+            if values is None:
+                by_name[key] = [value]
+            else:
+                values.append(value)
 
     def add(self, name, value):
         self._pairs.append((name, value))
@@ -1367,29 +1449,25 @@ def parse_status_line(line, url=None):
 
 
 def parse_fields(lines, url=None):
-    """Parse field lines (bytes, without the blank line ending the section)
-    into Fields. Bare-LF line endings are tolerated; obsolete line folding
-    (a line starting with SP or HTAB) is unfolded into the previous value
-    (RFC 9112 §5.2). ProtocolError for a line that is not name: value."""
-    fields = Fields()
-    name = value = None
-    for raw in lines:
-        line = raw.rstrip(b"\r\n")
-        if line[:1] in (b" ", b"\t"):
-            if name is None:
-                raise ProtocolError(f"continuation line before any field {bytes(line[:100])!r}", url)
-            value = value + " " + line.strip().decode("latin-1")
+    """Parse field lines (str, decoded as latin-1, without the blank line
+    ending the section) into Fields. Line endings (CRLF or a bare LF) are
+    ignored; obsolete line folding (a line starting with SP or HTAB) is
+    unfolded into the previous value (RFC 9112 §5.2). ProtocolError for a
+    line that is not name: value."""
+    pairs = []
+    for line in lines:
+        line = line.rstrip("\r\n")
+        if line[:1] in (" ", "\t"):
+            if not pairs:
+                raise ProtocolError(f"continuation line before any field {line[:100]!r}", url)
+            name, value = pairs.pop()
+            pairs.append((name, value + " " + line.strip(" \t")))
             continue
-        if name is not None:
-            fields.add(name, value)
-        name, colon, rest = line.partition(b":")
-        if not colon or not name or name != name.strip() or b" " in name:
-            raise ProtocolError(f"invalid field line {bytes(line[:100])!r}", url)
-        name = name.decode("latin-1")
-        value = rest.strip(b" \t").decode("latin-1")
-    if name is not None:
-        fields.add(name, value)
-    return fields
+        name, colon, value = line.partition(":")
+        if not colon or not name or name != name.strip() or " " in name:
+            raise ProtocolError(f"invalid field line {line[:100]!r}", url)
+        pairs.append((name, value.strip(" \t")))
+    return Fields(pairs)
 
 
 def _read_field_lines(stream, budget, url):
@@ -1427,11 +1505,12 @@ def _read_head(stream, url):
                                 url) from None
         if head is not None:  # the usual case: the whole head arrived at once
             budget -= len(head)
-            lines = head.split(b"\n")[:-2]
-            version, status, reason = parse_status_line(lines[0], url)
-            if len(lines) > MAX_FIELD_COUNT + 1:
+            status_line, _, rest = head.partition(b"\n")
+            version, status, reason = parse_status_line(status_line, url)
+            lines = rest.decode("latin-1").split("\n")[:-2]
+            if len(lines) > MAX_FIELD_COUNT:
                 raise ProtocolError(f"more than {MAX_FIELD_COUNT} fields", url)
-            fields = parse_fields(lines[1:], url)
+            fields = parse_fields(lines, url)
         else:  # line by line, so that a server that is not HTTP fails at once
             try:
                 line = yield from stream.readline(budget)
@@ -1441,7 +1520,7 @@ def _read_head(stream, url):
             budget -= len(line)
             version, status, reason = parse_status_line(line, url)
             lines, budget = yield from _read_field_lines(stream, budget, url)
-            fields = parse_fields(lines, url)
+            fields = parse_fields([line.decode("latin-1") for line in lines], url)
         if status == 101:
             raise ProtocolError("101 Switching Protocols was not asked for", url)
         if status >= 200 or status < 100:
@@ -1929,10 +2008,22 @@ class Client:
         A reused connection that the server had closed is retried once on a
         new connection, for GET and HEAD."""
         scheme, host, port, target = split_url(url)
+        origin = (scheme, host, port)
         request = self._request_bytes(method, target, host_field(scheme, host, port), headers)
-        exchange = self._exchange((scheme, host, port), request, method, url)
+        started = time.monotonic()
         try:
-            return (yield from wait_for(exchange, self.timeout))
+            with timeout(self.timeout):
+                stream = self.pool.get(origin)
+                if stream is not None:
+                    try:
+                        return (yield from self._send_and_read(stream, origin, request, method,
+                                                               url, True, started))
+                    except _StaleConnection:
+                        logger.debug("%s: the server had closed the reused connection; "
+                                     "retrying on a new one", url)
+                stream = yield from self._connect(origin)
+                return (yield from self._send_and_read(stream, origin, request, method, url,
+                                                       False, started))
         except TimeoutError as error:
             raise TimeoutError(f"{url}: {error}") from None
 
@@ -1945,19 +2036,6 @@ class Client:
                 raise ValueError(f"invalid field name {name!r}: it must be an RFC 9110 token")
             lines.append(f"{name}: {_check_field_value(name, value)}")
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-    def _exchange(self, origin, request, method, url):
-        started = time.monotonic()
-        stream = self.pool.get(origin)
-        if stream is not None:
-            try:
-                return (yield from self._send_and_read(stream, origin, request, method, url,
-                                                       True, started))
-            except _StaleConnection:
-                logger.debug("%s: reused connection was closed by the server; retrying", url)
-        stream = yield from self._connect(origin)
-        return (yield from self._send_and_read(stream, origin, request, method, url,
-                                               False, started))
 
     def _connect(self, origin):
         scheme, host, port = origin

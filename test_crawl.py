@@ -8,6 +8,7 @@ RawServer (plain sockets) for the malformed bytes real servers send. Nothing
 touches the internet.
 """
 
+import atexit
 import errno
 import gc
 import gzip
@@ -18,6 +19,7 @@ import os
 import random
 import re
 import select
+import shutil
 import signal
 import socket
 import ssl
@@ -72,10 +74,7 @@ with open(KEY_FILE, "w") as _f:
     _f.write(TEST_KEY)
 
 
-def tearDownModule():
-    for name in (CERT_FILE, KEY_FILE):
-        os.unlink(name)
-    os.rmdir(_CERT_DIR)
+atexit.register(shutil.rmtree, _CERT_DIR, True)  # removed when the test run ends
 
 
 def server_tls_context():
