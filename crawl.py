@@ -220,7 +220,8 @@ class Task(Future):
     they reach whoever runs the loop.
     """
 
-    __slots__ = ("_coro", "_waiting_on", "_must_cancel", "_exception_read", "name")
+    __slots__ = ("_coro", "_waiting_on", "_must_cancel", "_cancel_requests", "_exception_read",
+                 "name")
 
     def __init__(self, coro, loop=None, name=None):
         if not (hasattr(coro, "send") and hasattr(coro, "throw")):
@@ -229,6 +230,7 @@ class Task(Future):
         self._coro = coro
         self._waiting_on = None  # the Future this task sleeps on, if any
         self._must_cancel = False
+        self._cancel_requests = 0
         self._exception_read = False
         self.name = name or getattr(coro, "__qualname__", "task")
         self._loop.call_soon(self._step)
@@ -258,6 +260,7 @@ class Task(Future):
         Returns False if the task is already done."""
         if self.done():
             return False
+        self._cancel_requests += 1
         waiting_on = self._waiting_on
         if waiting_on is not None and not waiting_on.done():
             waiting_on.remove_done_callback(self._wakeup)
@@ -268,6 +271,18 @@ class Task(Future):
             # or a wake-up); it will throw CancelledError in.
             self._must_cancel = True
         return True
+
+    def cancelling(self):
+        """How many cancel() requests are outstanding (as asyncio's): a
+        timeout that cancelled the task takes its own back with uncancel(),
+        so it can tell a deadline from a real cancellation."""
+        return self._cancel_requests
+
+    def uncancel(self):
+        """Withdraw one cancel() request; returns how many remain."""
+        if self._cancel_requests > 0:
+            self._cancel_requests -= 1
+        return self._cancel_requests
 
     def _step(self, error=None):
         if self.done():
@@ -316,7 +331,9 @@ class Task(Future):
         self._step()
 
     def __del__(self):
-        if self._state == _FINISHED and self._exception is not None and not self._exception_read:
+        if getattr(self, "_state", None) != _FINISHED:  # also a Task whose __init__ failed
+            return
+        if self._exception is not None and not self._exception_read:
             logger.error(
                 "Task exception was never retrieved: %r", self,
                 exc_info=(type(self._exception), self._exception, self._exception.__traceback__),
@@ -438,6 +455,7 @@ class EventLoop:
         self._closed = False
         self._executor = None  # threads for blocking calls, made on first use
         self._current_task = None  # set by Task._step while a coroutine runs
+        self._awaited = None  # the future run_until_complete waits for
         # A socket pair that call_soon_threadsafe writes to, to wake select().
         self._wakeup_reader, self._wakeup_writer = socket.socketpair()
         self._wakeup_reader.setblocking(False)
@@ -494,20 +512,36 @@ class EventLoop:
     # Watching sockets -------------------------------------------------------
 
     def add_reader(self, fd, callback, *args):
-        """Call callback(*args) whenever fd is readable, until remove_reader."""
-        self._add_io(fd, selectors.EVENT_READ, Handle(callback, args, self))
+        """Call callback(*args) whenever fd is readable, until remove_reader.
+        Returns the Handle."""
+        return self._add_io(fd, selectors.EVENT_READ, Handle(callback, args, self))
 
     def add_writer(self, fd, callback, *args):
-        """Call callback(*args) whenever fd is writable, until remove_writer."""
-        self._add_io(fd, selectors.EVENT_WRITE, Handle(callback, args, self))
+        """Call callback(*args) whenever fd is writable, until remove_writer.
+        Returns the Handle."""
+        return self._add_io(fd, selectors.EVENT_WRITE, Handle(callback, args, self))
 
-    def remove_reader(self, fd):
-        """Stop watching fd for reading; returns True if it was watched."""
-        return self._remove_io(fd, selectors.EVENT_READ)
+    def remove_reader(self, fd, handle=None):
+        """Stop watching fd for reading; returns True if it was watched. With
+        handle, only if that Handle is still the one registered (the fd may
+        have been closed and its number reused since)."""
+        return self._remove_io(fd, selectors.EVENT_READ, handle)
 
-    def remove_writer(self, fd):
-        """Stop watching fd for writing; returns True if it was watched."""
-        return self._remove_io(fd, selectors.EVENT_WRITE)
+    def remove_writer(self, fd, handle=None):
+        """Stop watching fd for writing; see remove_reader."""
+        return self._remove_io(fd, selectors.EVENT_WRITE, handle)
+
+    def forget_fd(self, fd):
+        """Stop watching fd before it is closed. Callbacks still registered
+        for it run once more (soon), so that a coroutine waiting on it wakes
+        up and finds it closed instead of waiting for ever."""
+        key = self._selector.get_map().get(fd) if not self._closed else None
+        if key is None:
+            return
+        self._selector.unregister(fd)
+        for handle in key.data:
+            if handle is not None and not handle.cancelled:
+                self._ready.append(handle)
 
     def _add_io(self, fd, event, handle):
         # A registration's data is (reader Handle, writer Handle); a socket
@@ -517,7 +551,7 @@ class EventLoop:
         if key is None:
             data = (handle, None) if event == selectors.EVENT_READ else (None, handle)
             self._selector.register(fd, event, data)
-            return
+            return handle
         reader, writer = key.data
         if event == selectors.EVENT_READ:
             old, data = reader, (handle, writer)
@@ -526,8 +560,9 @@ class EventLoop:
         if old is not None:
             old.cancel()
         self._selector.modify(fd, key.events | event, data)
+        return handle
 
-    def _remove_io(self, fd, event):
+    def _remove_io(self, fd, event, handle=None):
         if self._closed:
             return False
         key = self._selector.get_map().get(fd)
@@ -535,6 +570,8 @@ class EventLoop:
             return False
         reader, writer = key.data
         removed = reader if event == selectors.EVENT_READ else writer
+        if handle is not None and removed is not handle:
+            return False
         events = key.events & ~event
         if events:
             data = (None, writer) if event == selectors.EVENT_READ else (reader, None)
@@ -599,8 +636,10 @@ class EventLoop:
         self._running = True
         _current.running_loop = self
         try:
-            while not self._stopping:
+            while True:  # at least one iteration, even if stop() came first
                 self._run_once()
+                if self._stopping:
+                    break
         finally:
             self._stopping = False
             self._running = False
@@ -613,18 +652,25 @@ class EventLoop:
         KeyboardInterrupt raised while the loop runs propagates to the caller
         and leaves the loop usable: call run_until_complete again to clean up
         (cancel tasks, flush files)."""
+        if self._running:
+            raise RuntimeError("this loop is already running")
         future = ensure_future(awaitable, self)
+        self._awaited = future
         future.add_done_callback(self._stop_when_done)
         try:
             self.run_forever()
         finally:
             future.remove_done_callback(self._stop_when_done)
+            self._awaited = None
         if not future.done():
             raise RuntimeError("the loop stopped before the future completed")
         return future.result()
 
     def _stop_when_done(self, future):
-        self.stop()
+        # After a KeyboardInterrupt this call may still be queued when the
+        # next run_until_complete starts: stop only for the future awaited now.
+        if future is self._awaited:
+            self.stop()
 
     def stop(self):
         """Stop run_forever after the current iteration."""
@@ -662,6 +708,8 @@ class EventLoop:
         """(ready callbacks, live timers, watched file descriptors), not
         counting the loop's own wake-up socket: what tests check is zero
         after a clean shutdown."""
+        if self._closed:
+            return 0, 0, 0
         timers = sum(1 for entry in self._timers if not entry[2].cancelled)
         watched = len(self._selector.get_map()) - 1
         ready = sum(1 for handle in self._ready if not handle.cancelled)
@@ -738,9 +786,9 @@ def _wait_for_io(sock, for_writing, timeout):
     future = Future(loop)
     fd = sock.fileno()
     if for_writing:
-        loop.add_writer(fd, _set_result_unless_done, future, None)
+        handle = loop.add_writer(fd, _set_result_unless_done, future, None)
     else:
-        loop.add_reader(fd, _set_result_unless_done, future, None)
+        handle = loop.add_reader(fd, _set_result_unless_done, future, None)
     timer = None
     if timeout is not None:
         timer = loop.call_later(timeout, _time_out, future, timeout, for_writing)
@@ -748,9 +796,9 @@ def _wait_for_io(sock, for_writing, timeout):
         yield from future
     finally:
         if for_writing:
-            loop.remove_writer(fd)
+            loop.remove_writer(fd, handle)
         else:
-            loop.remove_reader(fd)
+            loop.remove_reader(fd, handle)
         if timer is not None:
             timer.cancel()
 
@@ -938,9 +986,10 @@ def wait_for(awaitable, timeout):
     try:
         return (yield from inner)
     except CancelledError:
-        if expired:
+        waiter = current_task(loop)
+        if expired and not (waiter is not None and waiter.cancelling()):
             raise TimeoutError(f"timed out after {timeout:g} s") from None
-        raise
+        raise  # the waiting task itself was cancelled
     finally:
         timer.cancel()
         if not inner.done():
@@ -967,12 +1016,14 @@ class timeout:
         self.seconds = seconds
         self.expired = False
         self._timer = None
+        self._task = None
 
     def __enter__(self):
         if self.seconds is not None:
             task = current_task()
             if task is None:
                 raise RuntimeError("timeout() must be used inside a task")
+            self._task = task
             self._timer = task._loop.call_later(self.seconds, self._expire, task)
         return self
 
@@ -983,9 +1034,9 @@ class timeout:
     def __exit__(self, exc_type, exc, traceback):
         if self._timer is not None:
             self._timer.cancel()
-        if self.expired and exc_type is CancelledError:
+        if self.expired and exc_type is CancelledError and self._task.uncancel() == 0:
             raise TimeoutError(f"timed out after {self.seconds:g} s") from None
-        return False
+        return False  # a cancellation that is not ours goes on
 
 
 def gather(*awaitables):
@@ -1001,6 +1052,9 @@ def gather(*awaitables):
         for future in futures:
             future.cancel()
         raise
+    for future in futures:  # the first error is raised; the others count as seen
+        if not future.cancelled():
+            future.exception()
     return [future.result() for future in futures]
 
 
@@ -1041,8 +1095,8 @@ class Stream:
     TLS): the reads protocol code needs, so that it never parses raw recv()
     chunks by hand.
 
-    read_timeout (seconds or None) bounds how long any single read waits for
-    the next byte: TimeoutError. Counters bytes_received and bytes_sent count
+    read_timeout (seconds or None) bounds how long any single wait lasts,
+    for the next byte to read or for room to write: TimeoutError. Counters bytes_received and bytes_sent count
     bytes on the wire (after TLS decryption)."""
 
     def __init__(self, sock, read_timeout=None):
@@ -1142,10 +1196,15 @@ class Stream:
     def write(self, data):
         """Send all of data (bytes-like)."""
         yield from sendall(self.sock, data, self.read_timeout)
-        self.bytes_sent += len(data)
+        self.bytes_sent += memoryview(data).nbytes
 
     def close(self):
-        """Close the socket; safe to call twice."""
+        """Close the socket; safe to call twice. A coroutine waiting on the
+        socket is woken and finds it closed (OSError)."""
+        if not self.closed:
+            loop = getattr(_current, "running_loop", None)
+            if loop is not None:
+                loop.forget_fd(self.sock.fileno())
         self.sock.close()
 
     @property
@@ -1209,7 +1268,7 @@ class Queue:
     def put(self, item):
         """Add item, waiting while the queue is full."""
         while self.full():
-            yield from self._wait(self._putters, self._getters)
+            yield from self._wait(self._putters)
         self.put_nowait(item)
 
     def get_nowait(self):
@@ -1223,10 +1282,10 @@ class Queue:
     def get(self):
         """Remove and return the first item, waiting while there is none."""
         while not self._items:
-            yield from self._wait(self._getters, self._putters)
+            yield from self._wait(self._getters)
         return self.get_nowait()
 
-    def _wait(self, waiters, others):
+    def _wait(self, waiters):
         waiter = Future()
         waiters.append(waiter)
         try:

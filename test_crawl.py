@@ -9,12 +9,17 @@ touches the internet.
 """
 
 import atexit
+import collections
+import contextlib
 import errno
 import gc
 import gzip
+import hashlib
+import http
 import http.server
 import io
 import json
+import logging
 import os
 import random
 import re
@@ -31,7 +36,14 @@ import time
 import traceback
 import unittest
 import urllib.parse
+import warnings
 import zlib
+from unittest import mock
+
+try:
+    import resource
+except ImportError:  # not on every platform; the EMFILE test is skipped then
+    resource = None
 
 import crawl
 
@@ -91,8 +103,9 @@ def client_tls_context():
 
 
 def open_fds():
-    """The set of this process's open file descriptors (Linux)."""
-    return set(os.listdir("/proc/self/fd"))
+    """The set of this process's open file descriptors (Linux), without the
+    one the listing itself used."""
+    return {fd for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}")}
 
 
 def has_ipv6_loopback():
@@ -433,3 +446,6649 @@ class LoopTestCase(unittest.TestCase):
         self.loop.run_until_complete(crawl.sleep(0))  # let cancellations finish
         self.assertEqual(self.loop.pending_work(), (0, 0, 0), "work left on the loop")
         return result
+
+
+# ---------------------------------------------------------------------------
+# The coroutine runtime (issue 2): Future, Task, EventLoop, socket
+# coroutines, Stream, Queue
+# ---------------------------------------------------------------------------
+
+
+def _rt_run_one_iteration(loop):
+    """Run exactly one loop iteration: the callbacks ready now (and the I/O
+    and timers that are due), nothing they schedule."""
+    loop.call_soon(loop.stop)
+    loop.run_forever()
+
+
+def _rt_open_fds():
+    """open_fds() without the descriptor that listed them (closed again by
+    the time it returns): its number shifts whenever another thread sits in
+    accept(), because Linux reserves the new connection's descriptor before
+    accept() blocks, so two listings could differ with nothing leaked."""
+    fds = set()
+    for name in open_fds():
+        try:
+            os.fstat(int(name))
+        except OSError:
+            continue
+        fds.add(name)
+    return fds
+
+
+def _rt_numeric_flag(args, kwargs):
+    flags = kwargs.get("flags", args[5] if len(args) > 5 else 0)
+    return bool(flags & socket.AI_NUMERICHOST)
+
+
+class _RtCountingSocket(socket.socket):
+    """A socket that counts its send() calls."""
+
+    sends = 0
+
+    def send(self, data, *args):
+        self.sends += 1
+        return super().send(data, *args)
+
+
+class _RuntimeTestHung(SystemExit):
+    """Raised by the watchdog alarm in a hung runtime test. A SystemExit, so
+    that neither a Task nor a loop callback swallows it, while unittest still
+    reports it as this test's error and goes on."""
+
+
+class RuntimeTestCase(LoopTestCase):
+    """LoopTestCase plus helpers for the runtime tests, and a watchdog: a
+    runtime bug that would hang a test (a lost wake-up, say) makes it fail
+    after WATCHDOG_SECONDS instead."""
+
+    WATCHDOG_SECONDS = 15
+
+    def setUp(self):
+        super().setUp()
+        if hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
+            def hung(signum, frame):
+                raise _RuntimeTestHung(f"test still running after {self.WATCHDOG_SECONDS} s")
+
+            previous = signal.signal(signal.SIGALRM, hung)
+            self.addCleanup(signal.signal, signal.SIGALRM, previous)
+            signal.setitimer(signal.ITIMER_REAL, self.WATCHDOG_SECONDS)
+            self.addCleanup(signal.setitimer, signal.ITIMER_REAL, 0)
+
+    def run_briefly(self, awaitable, timeout=5):
+        """run_until_complete with a safety timeout, so that a runtime bug
+        fails the test (TimeoutError) instead of hanging it."""
+        return self.loop.run_until_complete(crawl.wait_for(awaitable, timeout))
+
+    def assert_no_errors_logged(self, fn):
+        """Call fn(); fail if it logs anything at ERROR on the 'crawl'
+        logger (assertNoLogs is 3.10+)."""
+        with self.assertLogs("crawl", "ERROR") as cm:
+            fn()
+            crawl.logger.error("sentinel")
+        self.assertEqual([record.getMessage() for record in cm.records], ["sentinel"])
+
+    @contextlib.contextmanager
+    def assert_no_socket_left_for_gc(self):
+        """Fail if a socket opened in the block is left for the garbage
+        collector to close (ResourceWarning) instead of being closed."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResourceWarning)
+            yield
+            gc.collect()
+        self.assertEqual([str(w.message) for w in caught if issubclass(w.category, ResourceWarning)], [])
+
+    def spy_timers(self):
+        """Record (callback, Handle) for every call_later on the test's loop,
+        so that a test can schedule something at exactly a deadline."""
+        timers = []
+        real_call_later = self.loop.call_later
+
+        def spy(delay, callback, *args):
+            handle = real_call_later(delay, callback, *args)
+            timers.append((callback, handle))
+            return handle
+
+        patcher = mock.patch.object(self.loop, "call_later", side_effect=spy)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        return timers
+
+    def expiry_handles(self, timers):
+        return [handle for callback, handle in timers
+                if getattr(callback, "__name__", "") == "_expire"]
+
+    def socketpair(self):
+        a, b = socket.socketpair()
+        a.setblocking(False)
+        self.addCleanup(a.close)
+        self.addCleanup(b.close)
+        return a, b
+
+    def closed_port(self):
+        """A 127.0.0.1 port that refuses connections: bound, not listening,
+        so that nothing else can take it during the test."""
+        blocker = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        blocker.bind(("127.0.0.1", 0))
+        self.addCleanup(blocker.close)
+        return blocker.getsockname()[1]
+
+    @staticmethod
+    def settle(server):
+        """Wait until a RawServer's connection threads have finished (and
+        closed their sockets)."""
+        for thread in list(server.threads):
+            thread.join(5)
+
+
+class RuntimeFutureTest(RuntimeTestCase):
+
+    def test_pending_state(self):
+        future = crawl.Future(self.loop)
+        self.assertFalse(future.done())
+        self.assertFalse(future.cancelled())
+        self.assertIn("pending", repr(future))
+        with self.assertRaises(crawl.InvalidStateError):
+            future.result()
+        with self.assertRaises(crawl.InvalidStateError):
+            future.exception()
+
+    def test_finished_with_result(self):
+        future = crawl.Future(self.loop)
+        future.set_result(42)
+        self.assertTrue(future.done())
+        self.assertFalse(future.cancelled())
+        self.assertEqual(future.result(), 42)
+        self.assertIsNone(future.exception())
+        with self.assertRaises(crawl.InvalidStateError):
+            future.set_result(43)
+        with self.assertRaises(crawl.InvalidStateError):
+            future.set_exception(ValueError("late"))
+        self.assertFalse(future.cancel())
+        self.assertEqual(future.result(), 42)
+        self.assertFalse(future.cancelled())
+
+    def test_finished_with_exception(self):
+        future = crawl.Future(self.loop)
+        error = ValueError("bad value")
+        future.set_exception(error)
+        self.assertTrue(future.done())
+        self.assertFalse(future.cancelled())
+        self.assertIs(future.exception(), error)
+        with self.assertRaises(ValueError) as cm:
+            future.result()
+        self.assertIs(cm.exception, error)
+        with self.assertRaises(crawl.InvalidStateError):
+            future.set_result(1)
+        with self.assertRaises(crawl.InvalidStateError):
+            future.set_exception(KeyError("again"))
+        self.assertFalse(future.cancel())
+
+    def test_set_exception_accepts_a_class(self):
+        future = crawl.Future(self.loop)
+        future.set_exception(KeyError)
+        self.assertIs(type(future.exception()), KeyError)
+
+    def test_set_exception_rejects_stop_iteration(self):
+        future = crawl.Future(self.loop)
+        with self.assertRaises(TypeError):
+            future.set_exception(StopIteration(1))
+        self.assertFalse(future.done())
+
+    def test_cancelled_state(self):
+        future = crawl.Future(self.loop)
+        self.assertTrue(future.cancel())
+        self.assertTrue(future.done())
+        self.assertTrue(future.cancelled())
+        with self.assertRaises(crawl.CancelledError):
+            future.result()
+        with self.assertRaises(crawl.CancelledError):
+            future.exception()
+        self.assertFalse(future.cancel())
+        with self.assertRaises(crawl.InvalidStateError):
+            future.set_result(1)
+        with self.assertRaises(crawl.InvalidStateError):
+            future.set_exception(ValueError())
+
+    def test_cancelled_error_is_not_an_exception(self):
+        # so that `except Exception` in a coroutine does not swallow it
+        self.assertTrue(issubclass(crawl.CancelledError, BaseException))
+        self.assertFalse(issubclass(crawl.CancelledError, Exception))
+        self.assertTrue(issubclass(crawl.InvalidStateError, Exception))
+
+    def test_callbacks_are_scheduled_not_run_inside_set_result(self):
+        for finish in ("set_result", "set_exception", "cancel"):
+            with self.subTest(finish=finish):
+                future = crawl.Future(self.loop)
+                calls = []
+                future.add_done_callback(lambda f: calls.append(("a", f)))
+                future.add_done_callback(lambda f: calls.append(("b", f)))
+                future.add_done_callback(lambda f: calls.append(("c", f)))
+                self.loop.call_soon(calls.append, "scheduled before")
+                if finish == "set_result":
+                    future.set_result(1)
+                elif finish == "set_exception":
+                    future.set_exception(ValueError("x"))
+                else:
+                    future.cancel()
+                self.loop.call_soon(calls.append, "scheduled after")
+                self.assertEqual(calls, [])  # nothing ran inside set_result
+                _rt_run_one_iteration(self.loop)
+                self.assertEqual(calls, ["scheduled before", ("a", future), ("b", future),
+                                         ("c", future), "scheduled after"])
+
+    def test_callback_added_to_done_future_is_scheduled_at_once(self):
+        future = crawl.Future(self.loop)
+        future.set_result("done")
+        calls = []
+        self.loop.call_soon(calls.append, "first")
+        future.add_done_callback(lambda f: calls.append(("callback", f.result())))
+        self.loop.call_soon(calls.append, "last")
+        self.assertEqual(calls, [])
+        _rt_run_one_iteration(self.loop)
+        self.assertEqual(calls, ["first", ("callback", "done"), "last"])
+
+    def test_remove_done_callback(self):
+        future = crawl.Future(self.loop)
+        calls = []
+
+        def f(fut):
+            calls.append("f")
+
+        def g(fut):
+            calls.append("g")
+
+        future.add_done_callback(f)
+        future.add_done_callback(g)
+        future.add_done_callback(f)
+        self.assertEqual(future.remove_done_callback(f), 2)
+        self.assertEqual(future.remove_done_callback(f), 0)
+        self.assertEqual(future.remove_done_callback(lambda fut: None), 0)
+        future.set_result(None)
+        _rt_run_one_iteration(self.loop)
+        self.assertEqual(calls, ["g"])
+
+    def test_future_without_loop_uses_the_default_loop(self):
+        future = crawl.Future()  # LoopTestCase made self.loop the default
+        calls = []
+        future.add_done_callback(calls.append)
+        future.set_result(5)
+        _rt_run_one_iteration(self.loop)
+        self.assertEqual(calls, [future])
+
+    def test_long_chain_of_callbacks_does_not_recurse(self):
+        # Each callback finishes the next future: were callbacks run inside
+        # set_result, this would exceed the recursion limit.
+        count = sys.getrecursionlimit() * 3
+        futures = [crawl.Future(self.loop) for _ in range(count)]
+        for current, following in zip(futures, futures[1:]):
+            current.add_done_callback(lambda done, following=following: following.set_result(done.result() + 1))
+        futures[0].set_result(0)
+        self.assertEqual(self.loop.run_until_complete(futures[-1]), count - 1)
+
+    def test_iter_protocol(self):
+        pending = crawl.Future(self.loop)
+        steps = iter(pending)
+        self.assertIs(next(steps), pending)  # yields itself while pending
+        pending.set_result(3)
+        with self.assertRaises(StopIteration) as cm:
+            next(steps)
+        self.assertEqual(cm.exception.value, 3)
+
+        done = crawl.Future(self.loop)
+        done.set_result(5)
+        with self.assertRaises(StopIteration) as cm:
+            next(iter(done))  # does not yield at all
+        self.assertEqual(cm.exception.value, 5)
+
+        failed = crawl.Future(self.loop)
+        failed.set_exception(ValueError("in the awaiting frame"))
+        with self.assertRaisesRegex(ValueError, "in the awaiting frame"):
+            next(failed.__await__())
+
+    def test_yield_from_future(self):
+        def waiter(future):
+            value = yield from future
+            return value + 1
+
+        def catcher(future):
+            try:
+                yield from future
+            except ValueError as error:
+                return ("caught", str(error))
+            return "not raised"
+
+        good = crawl.Future(self.loop)
+        bad = crawl.Future(self.loop)
+        self.loop.call_later(0.01, good.set_result, 41)
+        self.loop.call_later(0.01, bad.set_exception, ValueError("from the future"))
+        self.assertEqual(self.run_co(waiter(good)), 42)
+        self.assertEqual(self.run_co(catcher(bad)), ("caught", "from the future"))
+
+    def test_await_future_in_async_def(self):
+        async def waiter(future):
+            value = await future
+            return value * 2
+
+        async def catcher(future):
+            try:
+                await future
+            except KeyError as error:
+                return ("caught", error.args[0])
+            return "not raised"
+
+        good = crawl.Future(self.loop)
+        bad = crawl.Future(self.loop)
+        self.loop.call_later(0.01, good.set_result, 21)
+        self.loop.call_later(0.01, bad.set_exception, KeyError("k"))
+        self.assertEqual(self.run_co(waiter(good)), 42)
+        self.assertEqual(self.run_co(catcher(bad)), ("caught", "k"))
+
+
+class RuntimeTaskTest(RuntimeTestCase):
+
+    def test_first_step_is_not_run_in_the_constructor(self):
+        log = []
+
+        def coroutine():
+            log.append("started")
+            yield
+            log.append("resumed")
+            return "value"
+
+        task = self.loop.create_task(coroutine())
+        self.assertEqual(log, [])
+        self.assertFalse(task.done())
+        _rt_run_one_iteration(self.loop)
+        self.assertEqual(log, ["started"])
+        self.assertFalse(task.done())
+        _rt_run_one_iteration(self.loop)
+        self.assertEqual(log, ["started", "resumed"])
+        self.assertTrue(task.done())
+        self.assertEqual(task.result(), "value")
+
+        log.clear()
+        task = crawl.Task(coroutine())  # the default loop
+        self.assertEqual(log, [])
+        self.assertEqual(self.loop.run_until_complete(task), "value")
+        self.assertEqual(log, ["started", "resumed"])
+
+    def test_task_needs_a_coroutine(self):
+        with mock.patch.object(sys, "unraisablehook"):  # see the next test
+            with self.assertRaises(TypeError):
+                crawl.Task(42, self.loop)
+            with self.assertRaises(TypeError):
+                crawl.Task(lambda: None, self.loop)
+            gc.collect()
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+    def test_rejected_task_is_collected_quietly(self):
+        # The half-built Task that __init__ refused must not make __del__
+        # fail ("Exception ignored in: <function Task.__del__ ...>").
+        unraisable = []
+        with mock.patch.object(sys, "unraisablehook", unraisable.append):
+            with self.assertRaises(TypeError):
+                crawl.Task(42, self.loop)
+            gc.collect()
+        self.assertEqual([repr(u.exc_value) for u in unraisable], [])
+
+    def test_return_value_becomes_the_result(self):
+        def coroutine():
+            yield from crawl.sleep(0)
+            return {"answer": 42}
+
+        task = self.loop.create_task(coroutine())
+        self.assertEqual(self.loop.run_until_complete(task), {"answer": 42})
+        self.assertTrue(task.done())
+        self.assertFalse(task.cancelled())
+        self.assertEqual(task.result(), {"answer": 42})
+        self.assertIsNone(task.exception())
+        with self.assertRaises(RuntimeError):
+            task.set_result(1)  # a task's result comes from its coroutine
+        with self.assertRaises(RuntimeError):
+            task.set_exception(ValueError())
+
+    def test_exception_keeps_the_coroutine_frames_in_the_traceback(self):
+        def inner_failing_coroutine():
+            yield from crawl.sleep(0)
+            raise ValueError("deep failure")
+
+        def outer_calling_coroutine():
+            yield from inner_failing_coroutine()
+
+        task = self.loop.create_task(outer_calling_coroutine())
+        try:  # not assertRaises: it strips the traceback
+            self.loop.run_until_complete(task)
+        except ValueError as caught:
+            error = caught
+        else:
+            self.fail("ValueError not raised")
+        self.assertIs(task.exception(), error)
+        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        self.assertIn("inner_failing_coroutine", text)
+        self.assertIn("outer_calling_coroutine", text)
+        self.assertIn('raise ValueError("deep failure")', text)
+        self.assertIn("ValueError: deep failure", text)
+
+    def test_exception_reaches_a_task_waiting_on_the_failed_task(self):
+        def failing_worker_coroutine():
+            yield
+            raise KeyError("worker broke")
+
+        def waiting_coroutine(worker):
+            try:
+                yield from worker
+            except KeyError as error:
+                text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+                return error.args[0], "failing_worker_coroutine" in text
+            return "not raised"
+
+        worker = self.loop.create_task(failing_worker_coroutine())
+        self.assertEqual(self.run_co(waiting_coroutine(worker)), ("worker broke", True))
+
+    def test_keyboard_interrupt_from_another_task_leaves_the_loop_usable(self):
+        log = []
+
+        def interrupter():
+            yield from crawl.sleep(0.01)
+            raise KeyboardInterrupt
+
+        def long_runner():
+            try:
+                yield from crawl.sleep(10)
+            except crawl.CancelledError:
+                log.append("long runner cleaned up")
+                raise
+
+        interrupting = self.loop.create_task(interrupter())
+        main = self.loop.create_task(long_runner())
+        with self.assertRaises(KeyboardInterrupt):
+            self.loop.run_until_complete(main)
+        self.assertFalse(self.loop.is_running())
+        with self.assertRaises(RuntimeError):
+            crawl.get_running_loop()
+        self.assertTrue(interrupting.done())
+        self.assertIs(type(interrupting.exception()), KeyboardInterrupt)
+        self.assertFalse(main.done())
+        # Clean up on the same loop, as the crawler does to print its report.
+        self.assertTrue(main.cancel())
+        with self.assertRaises(crawl.CancelledError):
+            self.run_briefly(main)
+        self.assertEqual(log, ["long runner cleaned up"])
+        self.assertEqual(self.run_co(crawl.sleep(0.01, "still works")), "still works")
+
+    def test_keyboard_interrupt_from_the_main_task_leaves_the_loop_usable(self):
+        def interrupted_main():
+            yield from crawl.sleep(0)
+            raise KeyboardInterrupt
+
+        main = self.loop.create_task(interrupted_main())
+        with self.assertRaises(KeyboardInterrupt):
+            self.loop.run_until_complete(main)
+        self.assertTrue(main.done())
+        self.assertIs(type(main.exception()), KeyboardInterrupt)
+        self.assertFalse(self.loop.is_running())
+        # The loop must run the clean-up to completion.
+        self.assertEqual(self.loop.run_until_complete(crawl.sleep(0.01, "cleaned up")), "cleaned up")
+
+    def test_keyboard_interrupt_from_a_callback_leaves_the_loop_usable(self):
+        def interrupt():
+            raise KeyboardInterrupt
+
+        sleeper = self.loop.create_task(crawl.sleep(0.02, "slept"))
+        self.loop.call_soon(interrupt)
+        with self.assertRaises(KeyboardInterrupt):
+            self.loop.run_until_complete(sleeper)
+        self.assertFalse(sleeper.done())
+        self.assertEqual(self.run_briefly(sleeper), "slept")
+
+    def test_sigint_while_blocked_in_select(self):
+        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            self.skipTest("SIGINT is not handled by the default handler here")
+        if threading.current_thread() is not threading.main_thread():
+            self.skipTest("signals only reach the main thread")
+        log = []
+
+        def sleeper():
+            try:
+                yield from crawl.sleep(10)
+            except crawl.CancelledError:
+                log.append("cancelled after the interrupt")
+                raise
+
+        task = self.loop.create_task(sleeper())
+        timer = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
+        start = time.monotonic()
+        try:
+            with self.assertRaises(KeyboardInterrupt):
+                timer.start()
+                self.loop.run_until_complete(task)
+        finally:
+            timer.join()
+        self.assertLess(time.monotonic() - start, 5)
+        self.assertFalse(task.done())
+        task.cancel()
+        with self.assertRaises(crawl.CancelledError):
+            self.run_briefly(task)
+        self.assertEqual(log, ["cancelled after the interrupt"])
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+    def test_awaiting_an_already_done_future_resumes(self):
+        done = crawl.Future(self.loop)
+        done.set_result("ready")
+        failed = crawl.Future(self.loop)
+        failed.set_exception(ValueError("already failed"))
+
+        def coroutine():
+            first = yield from done
+            second = yield from done
+            try:
+                yield from failed
+            except ValueError as error:
+                third = str(error)
+            return first, second, third
+
+        self.assertEqual(self.run_co(coroutine()), ("ready", "ready", "already failed"))
+
+        def raw_yield():
+            # The Task protocol itself: yielding a future that is done wakes
+            # the task again at once (the chapter's sketch never resumed).
+            yield done
+            return "resumed"
+
+        self.assertEqual(self.run_co(raw_yield()), "resumed")
+
+    def test_bare_yield_gives_up_control_for_one_iteration(self):
+        log = []
+
+        def worker(name):
+            for i in range(3):
+                log.append(f"{name}{i}")
+                yield
+
+        def main():
+            yield from crawl.gather(worker("a"), worker("b"))
+
+        self.run_co(main())
+        self.assertEqual(log, ["a0", "b0", "a1", "b1", "a2", "b2"])
+
+    def test_yielding_a_generator_throws_runtime_error(self):
+        def helper_coroutine():
+            yield from crawl.sleep(0)
+            return 1
+
+        def mistaken():
+            try:
+                yield helper_coroutine()  # should be `yield from`
+            except RuntimeError as error:
+                return str(error)
+            return "no error"
+
+        message = self.run_co(mistaken())
+        self.assertIn("yield from", message)
+        self.assertIn("helper_coroutine", message)
+
+    def test_yielding_an_int_throws_runtime_error(self):
+        def mistaken():
+            try:
+                yield 42
+            except RuntimeError as error:
+                return str(error)
+            return "no error"
+
+        message = self.run_co(mistaken())
+        self.assertIn("42", message)
+        self.assertIn("not a Future", message)
+
+        def uncaught():
+            yield "a string"
+
+        task = self.loop.create_task(uncaught())
+        with self.assertRaises(RuntimeError) as cm:
+            self.run_briefly(task)
+        self.assertIn("'a string'", str(cm.exception))
+        self.assertIs(task.exception(), cm.exception)
+
+    def test_unretrieved_exception_is_logged_when_collected(self):
+        def doomed_coroutine():
+            yield
+            raise ValueError("nobody looked at me")
+
+        task = self.loop.create_task(doomed_coroutine())
+        for _ in range(10):
+            if task.done():
+                break
+            _rt_run_one_iteration(self.loop)
+        self.assertTrue(task.done())
+        with self.assertLogs("crawl", "ERROR") as cm:
+            del task
+            gc.collect()
+        self.assertEqual(len(cm.records), 1)
+        record = cm.records[0]
+        self.assertIn("never retrieved", record.getMessage())
+        self.assertIs(record.exc_info[0], ValueError)
+        self.assertIn("doomed_coroutine", cm.output[0])
+        self.assertIn("nobody looked at me", cm.output[0])
+
+    def test_retrieved_or_cancelled_tasks_are_not_logged(self):
+        def failing():
+            yield
+            raise ValueError("seen")
+
+        def sleeping():
+            yield from crawl.sleep(10)
+
+        retrieved = self.loop.create_task(failing())
+        cancelled = self.loop.create_task(sleeping())
+        succeeded = self.loop.create_task(crawl.sleep(0, "fine"))
+        with self.assertRaises(ValueError):
+            self.loop.run_until_complete(retrieved)
+        cancelled.cancel()
+        with self.assertRaises(crawl.CancelledError):
+            self.loop.run_until_complete(cancelled)
+        self.assertEqual(self.loop.run_until_complete(succeeded), "fine")
+
+        def collect():
+            nonlocal retrieved, cancelled, succeeded
+            retrieved = cancelled = succeeded = None
+            gc.collect()
+
+        self.assert_no_errors_logged(collect)
+
+
+class RuntimeTaskCancelTest(RuntimeTestCase):
+
+    def test_cancel_while_waiting_on_a_shared_future(self):
+        shared = crawl.Future(self.loop)
+        log = []
+
+        def victim():
+            try:
+                yield from shared
+            except crawl.CancelledError:
+                log.append("victim cleaned up")
+                raise
+
+        def bystander():
+            value = yield from shared
+            log.append(("bystander got", value))
+            return value
+
+        victim_task = self.loop.create_task(victim())
+        bystander_task = self.loop.create_task(bystander())
+        _rt_run_one_iteration(self.loop)  # both now wait on shared
+        self.assertTrue(victim_task.cancel())
+        with self.assertRaises(crawl.CancelledError):
+            self.run_briefly(victim_task)
+        self.assertTrue(victim_task.cancelled())
+        self.assertFalse(victim_task.cancel())  # already done
+        self.assertEqual(log, ["victim cleaned up"])
+        self.assertFalse(shared.done())  # others wait on it: left alone
+        shared.set_result("shared value")
+        self.assertEqual(self.run_briefly(bystander_task), "shared value")
+        self.assertEqual(log, ["victim cleaned up", ("bystander got", "shared value")])
+
+    def test_cancel_while_sleeping(self):
+        log = []
+
+        def sleeper():
+            try:
+                yield from crawl.sleep(10)
+            except crawl.CancelledError:
+                log.append("cleanup")
+                return "cleaned up"
+            return "slept"
+
+        task = self.loop.create_task(sleeper())
+        self.loop.call_later(0.01, task.cancel)
+        start = time.monotonic()
+        self.assertEqual(self.run_briefly(task), "cleaned up")
+        self.assertLess(time.monotonic() - start, 2)
+        self.assertFalse(task.cancelled())  # it caught the CancelledError
+        self.assertEqual(log, ["cleanup"])
+        self.loop.run_until_complete(crawl.sleep(0))
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))  # the 10 s timer is gone
+
+    def test_cancel_while_sleeping_reraised(self):
+        task = self.loop.create_task(crawl.sleep(10))
+        self.loop.call_later(0.01, task.cancel)
+        with self.assertRaises(crawl.CancelledError):
+            self.run_briefly(task)
+        self.assertTrue(task.cancelled())
+        self.loop.run_until_complete(crawl.sleep(0))
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+    def test_cancel_while_waiting_for_a_socket(self):
+        a, b = self.socketpair()
+        log = []
+
+        def reader():
+            try:
+                return (yield from crawl.read(a))
+            except crawl.CancelledError:
+                log.append("reader cleaned up")
+                raise
+
+        task = self.loop.create_task(reader())
+        _rt_run_one_iteration(self.loop)
+        self.assertEqual(self.loop.pending_work(), (0, 0, 1))  # watching a
+        self.assertTrue(task.cancel())
+        with self.assertRaises(crawl.CancelledError):
+            self.run_briefly(task)
+        self.assertEqual(log, ["reader cleaned up"])
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+        self.assertFalse(self.loop.remove_reader(a))  # already removed
+        b.sendall(b"still usable")
+        self.assertEqual(self.run_co(crawl.read(a)), b"still usable")
+
+    def test_cancel_while_waiting_to_write(self):
+        a, b = self.socketpair()
+        log = []
+
+        def writer():
+            try:
+                yield from crawl.sendall(a, b"x" * (16 << 20))  # more than the buffer
+            except crawl.CancelledError:
+                log.append("writer cleaned up")
+                raise
+
+        task = self.loop.create_task(writer())
+        self.loop.call_later(0.02, task.cancel)
+        with self.assertRaises(crawl.CancelledError):
+            self.run_briefly(task)
+        self.assertEqual(log, ["writer cleaned up"])
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+    def test_cancel_before_the_first_step(self):
+        log = []
+
+        def never_started():
+            log.append("ran")
+            yield
+
+        task = self.loop.create_task(never_started())
+        self.assertTrue(task.cancel())
+        with self.assertRaises(crawl.CancelledError):
+            self.run_briefly(task)
+        self.assertTrue(task.cancelled())
+        self.assertEqual(log, [])
+
+    def test_cancel_during_a_bare_yield(self):
+        log = []
+
+        def yielder():
+            try:
+                while True:
+                    yield
+                    log.append("tick")
+            except crawl.CancelledError:
+                log.append("cancelled")
+                return "stopped"
+
+        task = self.loop.create_task(yielder())
+        _rt_run_one_iteration(self.loop)  # first step: to the first yield
+        _rt_run_one_iteration(self.loop)  # one tick
+        task.cancel()
+        self.assertEqual(self.run_briefly(task), "stopped")
+        self.assertEqual(log, ["tick", "cancelled"])
+
+    def test_a_task_cancelling_itself(self):
+        holder = []
+        log = []
+
+        def self_cancelling():
+            holder[0].cancel()
+            try:
+                yield from crawl.sleep(10)
+            except crawl.CancelledError:
+                log.append("saw own cancellation")
+                raise
+
+        task = self.loop.create_task(self_cancelling())
+        holder.append(task)
+        start = time.monotonic()
+        with self.assertRaises(crawl.CancelledError):
+            self.run_briefly(task)
+        self.assertLess(time.monotonic() - start, 2)
+        self.assertEqual(log, ["saw own cancellation"])
+        self.loop.run_until_complete(crawl.sleep(0))
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+    def test_cancelling_twice_throws_in_once(self):
+        caught = []
+
+        def coroutine():
+            try:
+                yield from crawl.sleep(10)
+            except crawl.CancelledError:
+                caught.append("first")
+            yield from crawl.sleep(0.01)
+            return len(caught)
+
+        task = self.loop.create_task(coroutine())
+        _rt_run_one_iteration(self.loop)
+        self.assertTrue(task.cancel())
+        self.assertTrue(task.cancel())
+        self.assertEqual(self.run_briefly(task), 1)
+        self.assertEqual(caught, ["first"])
+
+
+class RuntimeEventLoopTest(RuntimeTestCase):
+
+    def test_call_soon_order(self):
+        log = []
+
+        def record(*args):
+            log.append(args)
+
+        def nested():
+            log.append("nested ran")
+            self.loop.call_soon(log.append, "scheduled by nested")
+
+        for i in range(3):
+            self.loop.call_soon(log.append, i)
+        self.loop.call_soon(nested)
+        self.loop.call_soon(record, "a", 1, 2)
+        cancelled = self.loop.call_soon(log.append, "cancelled")
+        cancelled.cancel()
+        self.loop.call_soon(log.append, "last")
+        _rt_run_one_iteration(self.loop)
+        # Only what was ready when the pass began ran.
+        self.assertEqual(log, [0, 1, 2, "nested ran", ("a", 1, 2), "last"])
+        _rt_run_one_iteration(self.loop)
+        self.assertEqual(log[-1], "scheduled by nested")
+        self.assertEqual(len(log), 7)
+
+    def test_timer_order_including_equal_deadlines(self):
+        log = []
+
+        def record(name, when):
+            log.append(name)
+            self.assertGreaterEqual(self.loop.time(), when)  # never early
+
+        handles = {}
+        handles["zero"] = self.loop.call_later(0, lambda: record("zero", handles["zero_when"]))
+        now = handles["zero_when"] = handles["zero"].when  # the loop time it was scheduled at
+        self.loop.call_later(0.03, record, "late", now + 0.03)
+        self.loop.call_at(now + 0.01, record, "early", now + 0.01)
+        same = now + 0.02
+        for name in ("same1", "same2", "same3", "same4"):
+            handle = self.loop.call_at(same, record, name, same)
+            self.assertEqual(handle.when, same)
+        self.loop.call_later(0.05, self.loop.stop)
+        self.loop.run_forever()
+        self.assertEqual(log, ["zero", "early", "same1", "same2", "same3", "same4", "late"])
+
+    def test_many_equal_deadlines_keep_scheduling_order(self):
+        log = []
+        base = self.loop.time() + 0.005
+        for i in range(300):
+            self.loop.call_at(base + (i % 3) * 0.001, log.append, i)
+        self.loop.call_at(base + 0.01, self.loop.stop)
+        self.loop.run_forever()
+        self.assertEqual(log, sorted(range(300), key=lambda i: (i % 3, i)))
+
+    def test_cancel_a_timer(self):
+        log = []
+        cancelled = self.loop.call_later(0.01, log.append, "cancelled")
+        self.loop.call_later(0.01, log.append, "kept")
+        cancelled.cancel()
+        cancelled.cancel()  # twice is harmless
+        self.assertTrue(cancelled.cancelled)
+        self.assertEqual(self.loop.pending_work(), (0, 1, 0))
+        self.loop.call_later(0.02, self.loop.stop)
+        self.loop.run_forever()
+        self.assertEqual(log, ["kept"])
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+    def test_cancel_a_due_timer_from_another_timer(self):
+        log = []
+        when = self.loop.time() + 0.01
+        handles = {}
+
+        def first():
+            log.append("first")
+            handles["second"].cancel()
+
+        self.loop.call_at(when, first)
+        handles["second"] = self.loop.call_at(when, log.append, "second")
+        self.loop.call_at(when, log.append, "third")
+        self.loop.call_at(when + 0.01, self.loop.stop)
+        self.loop.run_forever()
+        self.assertEqual(log, ["first", "third"])
+
+    def test_many_cancelled_timers(self):
+        log = []
+        handles = [self.loop.call_later(0.005 + i / 100000, log.append, i) for i in range(300)]
+        for i, handle in enumerate(handles):
+            if i != 150:
+                handle.cancel()
+        self.assertEqual(self.loop.pending_work(), (0, 1, 0))
+        self.loop.call_later(0.02, self.loop.stop)
+        self.loop.run_forever()
+        self.assertEqual(log, [150])
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+    def test_a_raising_callback_is_logged_and_the_loop_goes_on(self):
+        log = []
+
+        def failing_callback():
+            raise ValueError("callback failure")
+
+        self.loop.call_soon(failing_callback)
+        self.loop.call_soon(log.append, "after")
+        self.loop.call_later(0.001, failing_callback)
+        self.loop.call_later(0.002, log.append, "timer after")
+        self.loop.call_later(0.01, self.loop.stop)
+        with self.assertLogs("crawl", "ERROR") as cm:
+            self.loop.run_forever()
+        self.assertEqual(log, ["after", "timer after"])
+        self.assertEqual(len(cm.records), 2)
+        for record, output in zip(cm.records, cm.output):
+            self.assertIn("Exception in callback", record.getMessage())
+            self.assertIn("failing_callback", record.getMessage())
+            self.assertIs(record.exc_info[0], ValueError)
+            self.assertIn("Traceback", output)
+            self.assertIn('raise ValueError("callback failure")', output)
+        self.assertEqual(self.run_co(crawl.sleep(0, "alive")), "alive")
+
+    def test_reader_and_writer_on_the_same_socket(self):
+        a, b = self.socketpair()
+        b.sendall(b"ping")  # a is readable, and writable as always
+        log = []
+        self.loop.add_reader(a, log.append, "read")
+        self.loop.add_writer(a, log.append, "write")
+        self.assertEqual(self.loop.pending_work(), (0, 0, 1))  # one socket
+        _rt_run_one_iteration(self.loop)
+        self.assertEqual(sorted(log), ["read", "write"])
+
+        self.assertTrue(self.loop.remove_writer(a))
+        self.assertFalse(self.loop.remove_writer(a))
+        log.clear()
+        _rt_run_one_iteration(self.loop)
+        self.assertEqual(log, ["read"])
+
+        self.loop.add_writer(a.fileno(), log.append, "write by fd")  # int fds too
+        log.clear()
+        _rt_run_one_iteration(self.loop)
+        self.assertEqual(sorted(log), ["read", "write by fd"])
+
+        self.assertTrue(self.loop.remove_reader(a.fileno()))
+        self.assertFalse(self.loop.remove_reader(a))
+        log.clear()
+        _rt_run_one_iteration(self.loop)
+        self.assertEqual(log, ["write by fd"])
+
+        self.assertTrue(self.loop.remove_writer(a))
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+        log.clear()
+        _rt_run_one_iteration(self.loop)
+        self.assertEqual(log, [])
+        self.assertFalse(self.loop.remove_reader(b))  # never watched
+        self.assertFalse(self.loop.remove_writer(b))
+
+    def test_add_reader_again_replaces_the_callback(self):
+        a, b = self.socketpair()
+        b.sendall(b"x")
+        log = []
+        self.loop.add_reader(a, log.append, "old")
+        self.loop.add_reader(a, log.append, "new")
+        _rt_run_one_iteration(self.loop)
+        self.assertEqual(log, ["new"])
+        self.assertTrue(self.loop.remove_reader(a))
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+    def test_call_soon_threadsafe_wakes_a_blocked_select(self):
+        future = crawl.Future(self.loop)
+        main_thread = threading.get_ident()
+        # Only a safety net: without the wake-up the loop would sit in
+        # select() for 10 s and then fail.
+        safety = self.loop.call_later(10, crawl._set_exception_unless_done, future,
+                                      AssertionError("the thread did not wake the loop"))
+
+        def from_thread():
+            time.sleep(0.1)  # the loop is blocked in select() by now
+            self.loop.call_soon_threadsafe(
+                lambda: future.set_result(("woken", threading.get_ident())))
+
+        thread = threading.Thread(target=from_thread)
+        start = time.monotonic()
+        thread.start()
+        try:
+            result = self.loop.run_until_complete(future)
+        finally:
+            thread.join()
+            safety.cancel()
+        self.assertEqual(result, ("woken", main_thread))  # the callback ran on the loop's thread
+        self.assertLess(time.monotonic() - start, 2)
+
+    def test_call_soon_threadsafe_many_calls(self):
+        # More calls than the wake-up socket can buffer: none may be lost.
+        log = []
+
+        def from_thread():
+            for i in range(3000):
+                self.loop.call_soon_threadsafe(log.append, i)
+
+        thread = threading.Thread(target=from_thread)
+        thread.start()
+        thread.join()
+        _rt_run_one_iteration(self.loop)
+        self.assertEqual(log, list(range(3000)))
+        self.assertEqual(self.run_co(crawl.sleep(0.01, "fine")), "fine")
+
+    def test_run_in_thread(self):
+        main_thread = threading.get_ident()
+        ticks = []
+
+        def ticker():
+            while True:
+                yield from crawl.sleep(0.01)
+                ticks.append(1)
+
+        def coroutine():
+            tick_task = crawl.Task(ticker())
+            ident = yield from self.loop.run_in_thread(threading.get_ident)
+            value = yield from self.loop.run_in_thread(pow, 2, 10)
+            slow = yield from self.loop.run_in_thread(lambda: time.sleep(0.2) or "slow")
+            try:
+                yield from self.loop.run_in_thread(int, "not a number")
+            except ValueError as error:
+                message = str(error)
+            else:
+                message = None
+            tick_task.cancel()
+            return ident, value, slow, message
+
+        ident, value, slow, message = self.run_co(coroutine())
+        self.assertNotEqual(ident, main_thread)
+        self.assertEqual(value, 1024)
+        self.assertEqual(slow, "slow")
+        self.assertIn("not a number", message)
+        self.assertGreaterEqual(len(ticks), 3)  # the loop ran on during the 0.2 s call
+
+    def test_run_until_complete_returns_or_raises(self):
+        def returning():
+            yield from crawl.sleep(0)
+            return "returned"
+
+        def raising():
+            yield from crawl.sleep(0)
+            raise KeyError("raised")
+
+        async def native():
+            return "native"
+
+        self.assertEqual(self.loop.run_until_complete(returning()), "returned")
+        with self.assertRaises(KeyError) as cm:
+            self.loop.run_until_complete(raising())
+        self.assertEqual(cm.exception.args, ("raised",))
+        self.assertEqual(self.loop.run_until_complete(native()), "native")
+
+        done = crawl.Future(self.loop)
+        done.set_result("already")
+        self.assertEqual(self.loop.run_until_complete(done), "already")
+
+        later = crawl.Future(self.loop)
+        self.loop.call_later(0.01, later.set_result, "later")
+        self.assertEqual(self.loop.run_until_complete(later), "later")
+
+        cancelled = crawl.Future(self.loop)
+        self.loop.call_soon(cancelled.cancel)
+        with self.assertRaises(crawl.CancelledError):
+            self.loop.run_until_complete(cancelled)
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+    def test_stop_ends_run_forever(self):
+        log = []
+        self.loop.call_soon(lambda: log.append(("running", self.loop.is_running())))
+        self.loop.call_later(0.01, self.loop.stop)
+        self.loop.call_later(5, log.append, "never")
+        start = time.monotonic()
+        self.loop.run_forever()
+        self.assertLess(time.monotonic() - start, 2)
+        self.assertEqual(log, [("running", True)])
+        self.assertFalse(self.loop.is_running())
+        # The loop can run again afterwards.
+        self.assertEqual(self.loop.run_until_complete(crawl.sleep(0, "again")), "again")
+
+    def test_nested_run_is_refused(self):
+        other = crawl.EventLoop()
+        self.addCleanup(other.close)
+
+        def coroutine():
+            yield
+            errors = []
+            for loop in (self.loop, other):
+                try:
+                    loop.run_until_complete(crawl.Future(loop))
+                except RuntimeError as error:
+                    errors.append(str(error))
+            return errors
+
+        errors = self.run_co(coroutine())
+        self.assertEqual(len(errors), 2)
+        self.assertIn("already running", errors[0])
+        self.assertIn("another loop", errors[1])
+
+    def test_close_releases_the_selector_and_wakeup_sockets(self):
+        before = _rt_open_fds()
+        loop = crawl.EventLoop()
+        self.assertEqual(len(_rt_open_fds() - before), 3)  # selector + socket pair
+        self.assertEqual(loop.run_until_complete(crawl.Task(crawl.sleep(0.01, "ran"), loop)), "ran")
+        self.assertEqual(loop.run_until_complete(loop.run_in_thread(pow, 3, 3)), 27)
+        self.assertFalse(loop.is_closed())
+        loop.close()
+        self.assertTrue(loop.is_closed())
+        self.assertEqual(_rt_open_fds(), before)
+        loop.close()  # twice is harmless
+        self.assertEqual(_rt_open_fds(), before)
+        with self.assertRaises(RuntimeError):
+            loop.run_forever()
+        with self.assertRaises(RuntimeError):
+            loop.run_until_complete(crawl.Future(loop))
+        a, b = self.socketpair()
+        with self.assertRaises(RuntimeError):
+            loop.add_reader(a, print)
+
+    def test_close_while_running_is_refused(self):
+        def coroutine():
+            yield
+            try:
+                self.loop.close()
+            except RuntimeError:
+                return "refused"
+            return "closed"
+
+        self.assertEqual(self.run_co(coroutine()), "refused")
+        self.assertFalse(self.loop.is_closed())
+
+    def test_get_event_loop_and_get_running_loop(self):
+        other = crawl.EventLoop()
+        self.addCleanup(other.close)
+
+        def probe():
+            yield from crawl.sleep(0.01)  # would hang on the wrong loop
+            return crawl.get_event_loop(), crawl.get_running_loop()
+
+        other.call_later(2, other.stop)  # safety net
+        self.assertEqual(other.run_until_complete(probe()), (other, other))
+        with self.assertRaises(RuntimeError):
+            crawl.get_running_loop()
+        self.assertIs(crawl.get_event_loop(), self.loop)  # the default again
+
+        self.assertEqual(self.run_co(probe()), (self.loop, self.loop))
+
+    def test_run_makes_and_closes_its_own_loop(self):
+        before = _rt_open_fds()
+        seen = []
+
+        def coroutine():
+            seen.append(crawl.get_running_loop())
+            return (yield from crawl.sleep(0.01, "from run"))
+
+        self.assertEqual(crawl.run(coroutine()), "from run")
+        self.assertIsNot(seen[0], self.loop)
+        self.assertTrue(seen[0].is_closed())
+        self.assertEqual(_rt_open_fds(), before)
+
+        def failing():
+            yield
+            raise ValueError("run failed")
+
+        with self.assertRaisesRegex(ValueError, "run failed"):
+            crawl.run(failing())
+        self.assertEqual(_rt_open_fds(), before)
+
+
+class RuntimeSocketTest(RuntimeTestCase):
+
+    def test_sleep_order_and_result(self):
+        log = []
+
+        def sleeper(delay):
+            value = yield from crawl.sleep(delay, delay)
+            log.append(value)
+            return value
+
+        def main():
+            # 50 ms apart: robust against a busy machine pausing the loop
+            return (yield from crawl.gather(*(sleeper(d) for d in (0.15, 0, 0.1, 0.05, -1))))
+
+        self.assertEqual(self.run_co(main()), [0.15, 0, 0.1, 0.05, -1])
+        self.assertEqual(log, [0, -1, 0.05, 0.1, 0.15])
+
+    def test_a_thousand_concurrent_tasks(self):
+        rng = random.Random(1000)
+        delays = [rng.randint(0, 50) / 1000 for _ in range(1000)]
+        active = [0, 0]  # now, peak
+
+        def worker(i):
+            active[0] += 1
+            active[1] = max(active[1], active[0])
+            yield from crawl.sleep(delays[i])
+            active[0] -= 1
+            return i
+
+        def main():
+            return (yield from crawl.gather(*(worker(i) for i in range(1000))))
+
+        start = time.monotonic()
+        self.assertEqual(self.run_co(main()), list(range(1000)))
+        self.assertLess(time.monotonic() - start, 5)  # serially it would take ~25 s
+        self.assertEqual(active, [0, 1000])
+
+    def test_connect_to_a_closed_port_is_refused(self):
+        port = self.closed_port()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.addCleanup(sock.close)
+        with self.assertRaises(ConnectionRefusedError) as cm:
+            self.run_briefly(crawl.connect(sock, ("127.0.0.1", port)))
+        self.assertEqual(cm.exception.errno, errno.ECONNREFUSED)
+        self.assertIn(f"127.0.0.1:{port}", str(cm.exception))
+        self.loop.run_until_complete(crawl.sleep(0))
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+    def test_read_and_read_all_against_a_local_server(self):
+        tail = b" world, " + bytes(range(256)) * 1000
+
+        def script(conn):
+            time.sleep(0.1)  # the client waits for readability meanwhile
+            conn.sock.sendall(b"hello")
+            got = b""
+            while len(got) < 4:
+                got += conn.sock.recv(4 - len(got))
+            if got == b"more":
+                conn.sock.sendall(tail)
+            conn.close()
+
+        server = RawServer(script)
+        self.addCleanup(server.close)
+        ticks = []
+
+        def ticker():
+            while True:
+                yield from crawl.sleep(0.005)
+                ticks.append(1)
+
+        def client():
+            tick_task = crawl.Task(ticker())
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            try:
+                yield from crawl.connect(sock, ("127.0.0.1", server.port))
+                first = yield from crawl.read(sock, 3)
+                second = yield from crawl.read(sock, 100)
+                yield from crawl.sendall(sock, b"more")
+                rest = yield from crawl.read_all(sock)
+                at_eof = yield from crawl.read(sock)
+                return first, second, rest, at_eof
+            finally:
+                sock.close()
+                tick_task.cancel()
+
+        first, second, rest, at_eof = self.run_co(client())
+        self.assertEqual(first, b"hel")
+        self.assertEqual(second, b"lo")
+        self.assertEqual(rest, tail)
+        self.assertEqual(at_eof, b"")
+        self.assertGreaterEqual(len(ticks), 3)  # the loop ran while read() waited
+
+    def test_sendall_8_mib_to_a_slow_reader(self):
+        data = os.urandom(8 << 20)
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.addCleanup(listener.close)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        received = {"digest": hashlib.sha256(), "bytes": 0, "reads": 0}
+
+        def slow_reader():
+            conn, _ = listener.accept()
+            with conn:
+                conn.settimeout(10)
+                while True:
+                    chunk = conn.recv(32768)
+                    if not chunk:
+                        return
+                    received["digest"].update(chunk)
+                    received["bytes"] += len(chunk)
+                    received["reads"] += 1
+                    time.sleep(0.001)
+
+        thread = threading.Thread(target=slow_reader)
+        thread.start()
+        self.addCleanup(thread.join, 10)
+
+        ticks = []
+
+        def ticker():
+            while True:
+                yield from crawl.sleep(0.005)
+                ticks.append(1)
+
+        sock = _RtCountingSocket(socket.AF_INET, socket.SOCK_STREAM)
+        self.addCleanup(sock.close)
+
+        def sender():
+            tick_task = crawl.Task(ticker())
+            try:
+                yield from crawl.connect(sock, listener.getsockname())
+                yield from crawl.sendall(sock, data)
+            finally:
+                sock.close()
+                tick_task.cancel()
+
+        start = time.monotonic()
+        self.run_co(sender(), timeout=10)
+        thread.join(10)
+        self.assertFalse(thread.is_alive())
+        self.assertEqual(received["bytes"], len(data))
+        self.assertEqual(received["digest"].hexdigest(), hashlib.sha256(data).hexdigest())
+        self.assertGreater(sock.sends, 1)  # send() really was partial
+        self.assertGreater(received["reads"], 10)
+        self.assertGreaterEqual(len(ticks), 3)  # the loop ran while sendall waited
+        self.assertLess(time.monotonic() - start, 5)
+
+    def test_wait_for_timeout_cancels_the_inner_task(self):
+        log = []
+
+        def slow():
+            try:
+                yield from crawl.sleep(10)
+            except crawl.CancelledError:
+                log.append("inner cancelled")
+                raise
+            return "finished"
+
+        inner = self.loop.create_task(slow())
+
+        def outer():
+            try:
+                yield from crawl.wait_for(inner, 0.05)
+            except TimeoutError as error:
+                return error, inner.done(), inner.cancelled()
+            return "no timeout"
+
+        start = time.monotonic()
+        error, done, cancelled = self.run_co(outer())
+        self.assertLess(time.monotonic() - start, 2)
+        self.assertIs(type(error), TimeoutError)  # the builtin
+        self.assertEqual((done, cancelled), (True, True))
+        self.assertEqual(log, ["inner cancelled"])
+
+        log.clear()
+        with self.assertRaises(TimeoutError):
+            self.loop.run_until_complete(crawl.wait_for(slow(), 0.02))  # a coroutine
+        self.assertEqual(log, ["inner cancelled"])
+        self.loop.run_until_complete(crawl.sleep(0))
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+    def test_wait_for_returns_the_value_when_fast(self):
+        def raising():
+            yield from crawl.sleep(0.01)
+            raise KeyError("inner error")
+
+        def main():
+            fast = yield from crawl.wait_for(crawl.sleep(0.01, "fast"), 5)
+            unlimited = yield from crawl.wait_for(crawl.sleep(0.01, "no limit"), None)
+            future = crawl.Future()
+            crawl.get_event_loop().call_later(0.01, future.set_result, "future")
+            from_future = yield from crawl.wait_for(future, 5)
+            try:
+                yield from crawl.wait_for(raising(), 5)
+            except KeyError as error:
+                error_text = error.args[0]
+            return fast, unlimited, from_future, error_text
+
+        self.assertEqual(self.run_co(main()), ("fast", "no limit", "future", "inner error"))
+        # run_co checked that no 5 s timer is left behind
+
+    def test_wait_for_cancelled_from_outside_cancels_the_inner_task(self):
+        log = []
+
+        def slow():
+            try:
+                yield from crawl.sleep(10)
+            except crawl.CancelledError:
+                log.append("inner cancelled")
+                raise
+
+        inner = self.loop.create_task(slow())
+        outer = self.loop.create_task(crawl.wait_for(inner, 5))
+        self.loop.call_later(0.01, outer.cancel)
+        with self.assertRaises(crawl.CancelledError):
+            self.loop.run_until_complete(outer)
+        self.loop.run_until_complete(crawl.sleep(0))
+        self.assertTrue(inner.cancelled())
+        self.assertEqual(log, ["inner cancelled"])
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+    def test_cancel_right_after_the_wait_for_deadline_is_not_lost(self):
+        # As for timeout(): the outer task is cancelled in the iteration in
+        # which its wait_for deadline expires; the cancellation must not turn
+        # into a TimeoutError that the coroutine handles and goes on.
+        timers = self.spy_timers()
+        attempts = []
+
+        def worker():
+            while len(attempts) < 3:
+                try:
+                    yield from crawl.wait_for(crawl.sleep(10), 0.05)
+                except TimeoutError:
+                    attempts.append("timed out")
+            return "went on"
+
+        task = self.loop.create_task(worker())
+        _rt_run_one_iteration(self.loop)  # inside the first wait_for
+        expiry = self.expiry_handles(timers)
+        self.assertEqual(len(expiry), 1)
+        cancelled = []
+        self.loop.call_at(expiry[0].when, lambda: cancelled.append(task.cancel()))
+        with self.assertRaises(crawl.CancelledError):
+            self.loop.run_until_complete(task)
+        self.assertEqual(cancelled, [True])
+        self.assertTrue(task.cancelled())
+
+    def test_refused_open_connection_closes_its_socket(self):
+        port = self.closed_port()
+        for host in ("127.0.0.1", "localhost"):
+            with self.subTest(host=host):
+                before = _rt_open_fds()
+                with self.assert_no_socket_left_for_gc(), self.assertRaises(ConnectionRefusedError):
+                    self.run_briefly(crawl.open_connection(host, port))
+                self.assertEqual(_rt_open_fds(), before)
+                self.loop.run_until_complete(crawl.sleep(0))
+                self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+    def test_cancelled_open_connection_while_connecting_closes_its_socket(self):
+        # A listener whose accept queue is full drops SYNs: connect() hangs.
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.addCleanup(listener.close)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        filler = socket.create_connection(listener.getsockname(), timeout=5)
+        self.addCleanup(filler.close)
+        port = listener.getsockname()[1]
+
+        before = _rt_open_fds()
+        task = self.loop.create_task(crawl.open_connection("127.0.0.1", port))
+        self.loop.run_until_complete(crawl.sleep(0.05))
+        if task.done():
+            task.result().close()
+            self.skipTest("this kernel accepted a connection beyond the backlog")
+        self.assertEqual(self.loop.pending_work(), (0, 0, 1))  # waiting to connect
+        task.cancel()
+        with self.assert_no_socket_left_for_gc(), self.assertRaises(crawl.CancelledError):
+            self.run_briefly(task)
+        del task
+        self.assertEqual(_rt_open_fds(), before)
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+        with self.assert_no_socket_left_for_gc(), self.assertRaises(TimeoutError):  # through connect_timeout
+            self.run_briefly(crawl.open_connection("127.0.0.1", port, connect_timeout=0.05))
+        self.assertEqual(_rt_open_fds(), before)
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+    def test_cancelled_open_connection_during_the_tls_handshake_closes_its_socket(self):
+        def silent(conn):  # never answers the ClientHello
+            conn.read_request(timeout=5)
+
+        server = RawServer(silent)
+        self.addCleanup(server.close)
+        context = client_tls_context()
+        before = _rt_open_fds()
+        task = self.loop.create_task(crawl.open_connection("127.0.0.1", server.port, ssl_context=context))
+        self.loop.call_later(0.05, task.cancel)
+        with self.assert_no_socket_left_for_gc(), self.assertRaises(crawl.CancelledError):
+            self.run_briefly(task)
+        del task
+        self.settle(server)
+        self.assertEqual(_rt_open_fds(), before)
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+        with self.assert_no_socket_left_for_gc(), self.assertRaises(TimeoutError):
+            self.run_briefly(crawl.wait_for(
+                crawl.open_connection("127.0.0.1", server.port, ssl_context=context), 0.05))
+        self.settle(server)
+        self.assertEqual(_rt_open_fds(), before)
+        self.loop.run_until_complete(crawl.sleep(0))
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+
+class RuntimeTLSTest(RuntimeTestCase):
+
+    def test_tls_round_trip(self):
+        big = bytes(range(256)) * 1024  # 256 KiB: many TLS records
+
+        def echo_upper(conn):
+            line = b""
+            while not line.endswith(b"\n"):
+                chunk = conn.sock.recv(1024)
+                if not chunk:
+                    return
+                line += chunk
+            conn.sock.sendall(line.upper())
+            conn.sock.sendall(big)
+
+        server = RawServer(echo_upper, tls=True)
+        self.addCleanup(server.close)
+        names = []
+        server.tls_context.sni_callback = lambda sslobj, name, context: names.append(name)
+
+        def client(host):
+            stream = yield from crawl.open_connection(host, server.port, ssl_context=client_tls_context())
+            try:
+                is_tls = isinstance(stream.sock, ssl.SSLSocket)
+                yield from stream.write(b"hello tls\n")
+                line = yield from stream.readline()
+                body = yield from stream.readexactly(len(big))
+                end = yield from stream.read()
+                return is_tls, line, body == big, end, stream.bytes_sent, stream.bytes_received
+            finally:
+                stream.close()
+
+        for host in ("127.0.0.1", "localhost"):
+            with self.subTest(host=host):
+                before = _rt_open_fds()
+                with self.assert_no_socket_left_for_gc():
+                    result = self.run_co(client(host))
+                self.assertEqual(result, (True, b"HELLO TLS\n", True, b"", 10, 10 + len(big)))
+                self.settle(server)
+                self.assertEqual(_rt_open_fds(), before)
+        # SNI is sent for host names (never for IP literals).
+        self.assertEqual(names, [None, "localhost"])
+
+    def test_tls_read_returns_buffered_plaintext_without_waiting(self):
+        # One TLS record of 5 bytes, read 3 at a time: the last 2 bytes sit
+        # decrypted in the SSL object while the socket itself has nothing
+        # to read, so read() must not wait for readability first.
+        def script(conn):
+            conn.sock.settimeout(5)
+            conn.sock.sendall(b"hello")
+            conn.sock.recv(10)  # the client's "next"
+            conn.sock.sendall(b"world!")
+            conn.sock.recv(10)  # keep the connection open until the client's "bye"
+
+        server = RawServer(script, tls=True)
+        self.addCleanup(server.close)
+
+        def client():
+            stream = yield from crawl.open_connection("127.0.0.1", server.port,
+                                                      ssl_context=client_tls_context())
+            try:
+                sock = stream.sock
+                first = yield from crawl.read(sock, 3, timeout=2)
+                second = yield from crawl.read(sock, 3, timeout=2)
+                yield from crawl.sendall(sock, b"next")
+                buffer = bytearray(3)
+                count = yield from crawl.read_into(sock, buffer, timeout=2)
+                third = bytes(buffer[:count])
+                count = yield from crawl.read_into(sock, buffer, timeout=2)
+                fourth = bytes(buffer[:count])
+                yield from crawl.sendall(sock, b"bye")
+                return first, second, third, fourth
+            finally:
+                stream.close()
+
+        self.assertEqual(self.run_co(client()), (b"hel", b"lo", b"wor", b"ld!"))
+
+    def test_tls_verification_fails_with_the_default_context(self):
+        server = RawServer(lambda conn: None, tls=True)
+        self.addCleanup(server.close)
+        context = ssl.create_default_context()  # does not trust the test certificate
+        before = _rt_open_fds()
+        with self.assert_no_socket_left_for_gc(), self.assertRaises(ssl.SSLCertVerificationError):
+            self.run_briefly(crawl.open_connection("127.0.0.1", server.port, ssl_context=context))
+        self.settle(server)
+        self.assertEqual(_rt_open_fds(), before)
+        self.loop.run_until_complete(crawl.sleep(0))
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+    def test_tls_verification_fails_for_the_wrong_host_name(self):
+        server = RawServer(lambda conn: None, tls=True)
+        self.addCleanup(server.close)
+        before = _rt_open_fds()
+        with self.assert_no_socket_left_for_gc(), self.assertRaises(ssl.SSLCertVerificationError):
+            self.run_briefly(crawl.open_connection("127.0.0.1", server.port,
+                                                   ssl_context=client_tls_context(),
+                                                   server_hostname="wrong.example"))
+        self.settle(server)
+        self.assertEqual(_rt_open_fds(), before)
+
+
+class RuntimeGetaddrinfoTest(RuntimeTestCase):
+
+    def test_localhost_resolves_off_the_loop(self):
+        real_getaddrinfo = socket.getaddrinfo
+        calls = []
+
+        def slow_getaddrinfo(*args, **kwargs):
+            numeric = _rt_numeric_flag(args, kwargs)
+            calls.append((args[0], numeric, threading.get_ident()))
+            if not numeric:
+                time.sleep(0.2)  # a slow DNS server
+            return real_getaddrinfo(*args, **kwargs)
+
+        ticks = []
+
+        def ticker():
+            while True:
+                yield from crawl.sleep(0.01)
+                ticks.append(1)
+
+        def main():
+            tick_task = crawl.Task(ticker())
+            try:
+                return (yield from crawl.getaddrinfo("localhost", 8080))
+            finally:
+                tick_task.cancel()
+
+        with mock.patch("socket.getaddrinfo", slow_getaddrinfo):
+            infos = self.run_co(main())
+        main_thread = threading.get_ident()
+        resolving = [call for call in calls if not call[1]]
+        self.assertEqual(len(resolving), 1)
+        self.assertEqual(resolving[0][0], "localhost")
+        self.assertNotEqual(resolving[0][2], main_thread)  # in a worker thread
+        self.assertGreaterEqual(len(ticks), 5)  # the loop kept running meanwhile
+        self.assertIn((socket.AF_INET, ("127.0.0.1", 8080)), [(info[0], info[4]) for info in infos])
+        self.assertEqual({info[1] for info in infos}, {socket.SOCK_STREAM})
+
+    def test_localhost_resolves_for_real(self):
+        infos = self.run_co(crawl.getaddrinfo("localhost", 80))
+        self.assertIn(("127.0.0.1", 80), [info[4][:2] for info in infos if info[0] == socket.AF_INET])
+
+    def test_ip_literals_resolve_without_a_thread(self):
+        with mock.patch.object(self.loop, "run_in_thread",
+                               side_effect=AssertionError("a thread was used")) as run_in_thread:
+            for host, family, address in (("127.0.0.1", socket.AF_INET, ("127.0.0.1", 80)),
+                                          ("::1", socket.AF_INET6, ("::1", 80, 0, 0))):
+                with self.subTest(host=host):
+                    steps = crawl.getaddrinfo(host, 80)
+                    with self.assertRaises(StopIteration) as cm:  # done without suspending
+                        next(steps)
+                    infos = cm.exception.value
+                    self.assertEqual(len(infos), 1)
+                    self.assertEqual((infos[0][0], infos[0][1], infos[0][4]),
+                                     (family, socket.SOCK_STREAM, address))
+        self.assertEqual(run_in_thread.call_count, 0)
+
+    def test_unknown_name_raises_gaierror(self):
+        real_getaddrinfo = socket.getaddrinfo
+
+        def fake_getaddrinfo(*args, **kwargs):
+            if _rt_numeric_flag(args, kwargs):
+                return real_getaddrinfo(*args, **kwargs)
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+        with mock.patch("socket.getaddrinfo", fake_getaddrinfo):
+            with self.assertRaises(socket.gaierror) as cm:
+                self.run_briefly(crawl.getaddrinfo("nowhere.invalid", 80))
+        self.assertEqual(cm.exception.errno, socket.EAI_NONAME)
+        self.assertIn("nowhere.invalid", str(cm.exception))
+
+
+class RuntimeStreamTest(RuntimeTestCase):
+
+    def test_reads(self):
+        a, b = self.socketpair()
+        data = b"HTTP/1.1 200 OK\r\nabcdefgh\nrest"
+        b.sendall(data)
+        b.shutdown(socket.SHUT_WR)
+        stream = crawl.Stream(a)
+
+        def coroutine():
+            results = []
+            results.append((yield from stream.readuntil(b"\r\n")))
+            results.append((yield from stream.readexactly(4)))
+            results.append((yield from stream.readline()))
+            results.append(stream.buffered())
+            results.append((yield from stream.read(2)))
+            results.append(stream.at_eof())
+            results.append((yield from stream.read()))
+            results.append((yield from stream.read()))
+            results.append(stream.at_eof())
+            results.append((yield from stream.readexactly(0)))
+            return results
+
+        self.assertEqual(self.run_co(coroutine()),
+                         [b"HTTP/1.1 200 OK\r\n", b"abcd", b"efgh\n", 4, b"re", False,
+                          b"st", b"", True, b""])
+        self.assertEqual(stream.bytes_received, len(data))
+        self.assertEqual(stream.bytes_sent, 0)
+
+    def test_separator_split_across_reads(self):
+        a, b = self.socketpair()
+        b.sendall(b"ab\r\n\r")
+        self.loop.call_later(0.02, b.sendall, b"\ncd")
+        stream = crawl.Stream(a)
+
+        def coroutine():
+            head = yield from stream.readuntil(b"\r\n\r\n")
+            rest = yield from stream.read()
+            return head, rest
+
+        self.assertEqual(self.run_co(coroutine()), (b"ab\r\n\r\n", b"cd"))
+
+    def test_readline_limit(self):
+        a, b = self.socketpair()
+        stream = crawl.Stream(a)
+        b.sendall(b"123456789\n")
+        self.assertEqual(self.run_co(stream.readline(limit=10)), b"123456789\n")  # exactly the limit
+        b.sendall(b"123456789\n")
+        with self.assertRaises(crawl.LimitOverrunError):
+            self.run_briefly(stream.readline(limit=9))
+        a2, b2 = self.socketpair()
+        stream2 = crawl.Stream(a2)
+        b2.sendall(b"x" * 100 + b"\n")
+        with self.assertRaises(crawl.LimitOverrunError):
+            self.run_briefly(stream2.readline(limit=50))
+        # No newline and the peer stays open: still an overrun, not a hang.
+        a3, b3 = self.socketpair()
+        stream3 = crawl.Stream(a3)
+        b3.sendall(b"y" * 100)
+        with self.assertRaises(crawl.LimitOverrunError):
+            self.run_briefly(stream3.readline(limit=50), timeout=2)
+        self.loop.run_until_complete(crawl.sleep(0))
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+    def test_incomplete_read_at_eof(self):
+        a, b = self.socketpair()
+        b.sendall(b"abc")
+        b.shutdown(socket.SHUT_WR)
+        stream = crawl.Stream(a)
+        with self.assertRaises(crawl.IncompleteReadError) as cm:
+            self.run_briefly(stream.readexactly(10))
+        self.assertIsInstance(cm.exception, EOFError)
+        self.assertEqual((cm.exception.partial, cm.exception.expected), (b"abc", 10))
+        self.assertTrue(stream.at_eof())
+
+        a2, b2 = self.socketpair()
+        b2.sendall(b"no newline")
+        b2.shutdown(socket.SHUT_WR)
+        stream2 = crawl.Stream(a2)
+        with self.assertRaises(crawl.IncompleteReadError) as cm:
+            self.run_briefly(stream2.readline())
+        self.assertEqual((cm.exception.partial, cm.exception.expected), (b"no newline", None))
+        self.assertEqual(stream2.bytes_received, 10)
+
+    def test_write_and_close(self):
+        a, b = self.socketpair()
+        stream = crawl.Stream(a)
+
+        def coroutine():
+            yield from stream.write(b"hello ")
+            yield from stream.write(memoryview(b"world"))
+            return stream.bytes_sent
+
+        self.assertEqual(self.run_co(coroutine()), 11)
+        b.settimeout(5)
+        got = b""
+        while len(got) < 11:
+            got += b.recv(100)
+        self.assertEqual(got, b"hello world")
+        self.assertFalse(stream.closed)
+        stream.close()
+        self.assertTrue(stream.closed)
+        stream.close()  # twice is harmless
+        self.assertEqual(b.recv(100), b"")  # the peer sees EOF
+
+    def test_read_timeout(self):
+        a, b = self.socketpair()
+        stream = crawl.Stream(a, read_timeout=0.05)
+        start = time.monotonic()
+        with self.assertRaises(TimeoutError):
+            self.run_briefly(stream.readline())
+        self.assertLess(time.monotonic() - start, 2)
+        self.loop.run_until_complete(crawl.sleep(0))
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+
+class RuntimeQueueTest(RuntimeTestCase):
+
+    def test_fifo_and_sizes(self):
+        queue = crawl.Queue()
+        self.assertEqual((queue.qsize(), queue.empty(), queue.full()), (0, True, False))
+        for i in range(5):
+            queue.put_nowait(i)
+        self.assertEqual((queue.qsize(), queue.empty(), queue.full(), queue.unfinished), (5, False, False, 5))
+
+        def drain():
+            items = []
+            for _ in range(5):
+                items.append((yield from queue.get()))
+            return items
+
+        self.assertEqual(self.run_co(drain()), [0, 1, 2, 3, 4])
+        self.assertEqual((queue.qsize(), queue.empty(), queue.unfinished), (0, True, 5))
+        with self.assertRaises(crawl.QueueEmpty):
+            queue.get_nowait()
+
+        for maxsize in (0, -1):
+            unbounded = crawl.Queue(maxsize)
+            for i in range(1000):
+                unbounded.put_nowait(i)
+            self.assertFalse(unbounded.full())
+
+    def test_nowait_errors(self):
+        queue = crawl.Queue(maxsize=2)
+        queue.put_nowait("a")
+        queue.put_nowait("b")
+        self.assertTrue(queue.full())
+        with self.assertRaises(crawl.QueueFull):
+            queue.put_nowait("c")
+        self.assertEqual(queue.qsize(), 2)
+        self.assertEqual(queue.get_nowait(), "a")
+        self.assertEqual(queue.get_nowait(), "b")
+        with self.assertRaises(crawl.QueueEmpty):
+            queue.get_nowait()
+        self.assertTrue(issubclass(crawl.QueueFull, Exception))
+        self.assertTrue(issubclass(crawl.QueueEmpty, Exception))
+
+    def test_put_waits_while_full(self):
+        queue = crawl.Queue(maxsize=2)
+        log = []
+
+        def producer():
+            for i in range(4):
+                yield from queue.put(i)
+                log.append(f"put {i}")
+
+        def consumer():
+            snapshots = []
+            yield from crawl.sleep(0.01)
+            snapshots.append((list(log), queue.full(), queue.qsize()))
+            log.append(f"get {(yield from queue.get())}")
+            yield from crawl.sleep(0.01)
+            snapshots.append((list(log), queue.full(), queue.qsize()))
+            for _ in range(3):
+                log.append(f"get {(yield from queue.get())}")
+            return snapshots
+
+        def main():
+            return (yield from crawl.gather(producer(), consumer()))
+
+        _, snapshots = self.run_co(main())
+        self.assertEqual(snapshots, [
+            (["put 0", "put 1"], True, 2),
+            (["put 0", "put 1", "get 0", "put 2"], True, 2),
+        ])
+        self.assertEqual(log, ["put 0", "put 1", "get 0", "put 2", "get 1", "get 2", "put 3", "get 3"])
+
+    def test_task_done_too_often(self):
+        queue = crawl.Queue()
+        with self.assertRaises(ValueError):
+            queue.task_done()
+        queue.put_nowait("x")
+        queue.put_nowait("y")
+        queue.get_nowait()
+        queue.task_done()
+        self.assertEqual(queue.unfinished, 1)
+        queue.task_done()  # the item still queued may be marked done too
+        self.assertEqual(queue.unfinished, 0)
+        with self.assertRaises(ValueError):
+            queue.task_done()
+
+    def test_join_waits_until_every_item_is_done(self):
+        queue = crawl.Queue()
+        queue.put_nowait("a")
+        queue.put_nowait("b")
+        log = []
+
+        def joiner(name):
+            yield from queue.join()
+            log.append(f"{name} joined (empty={queue.empty()}, unfinished={queue.unfinished})")
+
+        def worker():
+            for _ in range(2):
+                item = yield from queue.get()
+                log.append(f"got {item}")
+                yield from crawl.sleep(0.01)
+                log.append(f"done {item}")
+                queue.task_done()
+
+        def main():
+            yield from crawl.gather(joiner("j1"), joiner("j2"), worker())
+
+        self.run_co(main())
+        self.assertEqual(log, ["got a", "done a", "got b", "done b",
+                               "j1 joined (empty=True, unfinished=0)",
+                               "j2 joined (empty=True, unfinished=0)"])
+
+        steps = queue.join()  # nothing unfinished: returns without waiting
+        with self.assertRaises(StopIteration):
+            next(steps)
+
+    def test_join_counts_items_not_queue_length(self):
+        queue = crawl.Queue()
+        log = []
+
+        def worker():
+            item = yield from queue.get()
+            log.append(f"got {item}")
+            yield from crawl.sleep(0.01)
+            log.append(f"done {item}")
+            queue.task_done()
+
+        def main():
+            queue.put_nowait("first")
+            queue.get_nowait()
+            worker_task = crawl.Task(worker())
+            queue.put_nowait("second")
+            queue.task_done()  # "first" is done, "second" is not
+            self.assertEqual(queue.unfinished, 1)
+            yield from queue.join()
+            log.append(f"joined, unfinished={queue.unfinished}")
+            yield from worker_task
+
+        self.run_co(main())
+        self.assertEqual(log, ["got second", "done second", "joined, unfinished=0"])
+
+    def test_cancelled_getter_loses_no_item(self):
+        queue = crawl.Queue()
+        first = self.loop.create_task(queue.get())
+        second = self.loop.create_task(queue.get())
+        _rt_run_one_iteration(self.loop)  # both wait
+        first.cancel()
+        with self.assertRaises(crawl.CancelledError):
+            self.run_briefly(first)
+        queue.put_nowait("x")
+        self.assertEqual(self.run_briefly(second), "x")
+        self.assertTrue(queue.empty())
+
+        lonely = self.loop.create_task(queue.get())
+        _rt_run_one_iteration(self.loop)
+        lonely.cancel()
+        with self.assertRaises(crawl.CancelledError):
+            self.run_briefly(lonely)
+        queue.put_nowait("y")
+        self.assertEqual(queue.qsize(), 1)
+        self.assertEqual(self.run_briefly(queue.get()), "y")
+
+    def test_getter_woken_then_cancelled_passes_the_item_on(self):
+        queue = crawl.Queue()
+        first = self.loop.create_task(queue.get())
+        second = self.loop.create_task(queue.get())
+        _rt_run_one_iteration(self.loop)  # both wait
+        queue.put_nowait("x")  # wakes first ...
+        first.cancel()  # ... which is cancelled before it runs
+        self.assertEqual(self.run_briefly(second), "x")
+        self.assertTrue(first.cancelled())
+        self.assertTrue(queue.empty())
+
+        # Woken and cancelled with nobody else waiting: the item stays queued
+        # for the next getter.
+        lonely = self.loop.create_task(queue.get())
+        _rt_run_one_iteration(self.loop)
+        queue.put_nowait("y")
+        lonely.cancel()
+        with self.assertRaises(crawl.CancelledError):
+            self.run_briefly(lonely)
+        self.assertEqual(queue.qsize(), 1)
+        self.assertEqual(self.run_briefly(queue.get()), "y")
+
+    def test_putter_woken_then_cancelled_passes_the_slot_on(self):
+        queue = crawl.Queue(maxsize=1)
+        queue.put_nowait("full")
+        first = self.loop.create_task(queue.put("first"))
+        second = self.loop.create_task(queue.put("second"))
+        _rt_run_one_iteration(self.loop)  # both wait
+        self.assertEqual(queue.get_nowait(), "full")  # wakes first ...
+        first.cancel()  # ... which is cancelled before it runs
+        self.run_briefly(second)
+        self.assertTrue(first.cancelled())
+        self.assertEqual(queue.get_nowait(), "second")
+        self.assertTrue(queue.empty())
+
+    def test_woken_getter_whose_item_was_taken_waits_again(self):
+        queue = crawl.Queue()
+        getter = self.loop.create_task(queue.get())
+        _rt_run_one_iteration(self.loop)
+        queue.put_nowait("x")
+        self.assertEqual(queue.get_nowait(), "x")  # taken before the getter ran
+        self.loop.run_until_complete(crawl.sleep(0.01))
+        self.assertFalse(getter.done())
+        queue.put_nowait("y")
+        self.assertEqual(self.run_briefly(getter), "y")
+
+
+class RuntimeAsyncDefTest(RuntimeTestCase):
+
+    def test_async_def_awaits_a_future_on_this_loop(self):
+        future = crawl.Future(self.loop)
+
+        async def main():
+            value = await future
+            task_value = await self.loop.create_task(crawl.sleep(0.01, "task"))
+            return value, task_value, crawl.get_running_loop() is self.loop
+
+        self.loop.call_later(0.01, future.set_result, "future")
+        self.assertEqual(self.run_co(main()), ("future", "task", True))
+
+    def test_async_def_task_is_cancelled_while_awaiting(self):
+        future = crawl.Future(self.loop)
+        log = []
+
+        async def waiter():
+            try:
+                await future
+            except crawl.CancelledError:
+                log.append("async cleanup")
+                raise
+
+        task = self.loop.create_task(waiter())
+        self.assertIn("waiter", task.name)
+        self.loop.call_later(0.01, task.cancel)
+        with self.assertRaises(crawl.CancelledError):
+            self.run_briefly(task)
+        self.assertEqual(log, ["async cleanup"])
+        self.assertFalse(future.done())
+
+    def test_async_def_exception_keeps_its_frame(self):
+        async def failing_async_coroutine():
+            await crawl.Task(crawl.sleep(0))
+            raise ValueError("async failure")
+
+        try:  # not assertRaises: it strips the traceback
+            self.loop.run_until_complete(failing_async_coroutine())
+        except ValueError as caught:
+            error = caught
+        else:
+            self.fail("ValueError not raised")
+        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        self.assertIn("failing_async_coroutine", text)
+
+
+class RuntimeTimeoutContextTest(RuntimeTestCase):
+    """crawl.timeout(): a deadline for a block inside a task, and
+    crawl.current_task(), which it relies on."""
+
+    def test_expired_block_raises_builtin_timeout_error(self):
+        log = []
+
+        def coroutine():
+            try:
+                with crawl.timeout(0.05) as deadline:
+                    try:
+                        yield from crawl.sleep(10)
+                    except crawl.CancelledError:
+                        log.append("block cancelled")
+                        raise
+            except TimeoutError as error:
+                log.append(("timed out", type(error) is TimeoutError, deadline.expired))
+            yield from crawl.sleep(0.01)  # the task itself goes on
+            return "went on"
+
+        start = time.monotonic()
+        self.assertEqual(self.run_co(coroutine()), "went on")
+        self.assertLess(time.monotonic() - start, 2)
+        self.assertEqual(log, ["block cancelled", ("timed out", True, True)])
+
+    def test_fast_block_keeps_its_value_and_leaves_no_timer(self):
+        def coroutine():
+            with crawl.timeout(5) as deadline:
+                value = yield from crawl.sleep(0.01, "fast")
+            with crawl.timeout(None):
+                unlimited = yield from crawl.sleep(0.01, "no deadline")
+            return value, unlimited, deadline.expired
+
+        self.assertEqual(self.run_co(coroutine()), ("fast", "no deadline", False))
+        # run_co checked that the 5 s timer is gone
+
+    def test_exception_in_the_block_passes_through(self):
+        def coroutine():
+            with crawl.timeout(5):
+                yield from crawl.sleep(0)
+                raise KeyError("inside")
+
+        with self.assertRaises(KeyError):
+            self.run_briefly(coroutine())
+        self.loop.run_until_complete(crawl.sleep(0))
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+    def test_cancelled_from_outside_stays_cancelled(self):
+        def coroutine():
+            with crawl.timeout(5):
+                yield from crawl.sleep(10)
+
+        task = self.loop.create_task(coroutine())
+        self.loop.call_later(0.01, task.cancel)
+        with self.assertRaises(crawl.CancelledError):
+            self.run_briefly(task)
+        self.assertTrue(task.cancelled())
+        self.loop.run_until_complete(crawl.sleep(0))
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+    def test_nested_deadlines(self):
+        def coroutine():
+            results = []
+            with crawl.timeout(5):
+                try:
+                    with crawl.timeout(0.02):
+                        yield from crawl.sleep(10)
+                except TimeoutError:
+                    results.append("inner expired")
+            try:
+                with crawl.timeout(0.02):
+                    with crawl.timeout(5):
+                        yield from crawl.sleep(10)
+            except TimeoutError:
+                results.append("outer expired")
+            return results
+
+        self.assertEqual(self.run_co(coroutine()), ["inner expired", "outer expired"])
+
+    def test_cancel_right_after_the_deadline_is_not_lost(self):
+        # A worker that handles a fetch timeout and goes on to the next item;
+        # the crawler's shutdown cancels it in the very iteration its
+        # deadline expires. cancel() said True: the worker must end.
+        timers = self.spy_timers()
+        attempts = []
+
+        def worker():
+            while len(attempts) < 3:
+                try:
+                    with crawl.timeout(0.05):
+                        yield from crawl.sleep(10)
+                except TimeoutError:
+                    attempts.append("timed out")
+            return "went on"
+
+        task = self.loop.create_task(worker())
+        _rt_run_one_iteration(self.loop)  # inside the first timeout block
+        expiry = self.expiry_handles(timers)
+        self.assertEqual(len(expiry), 1)
+        cancelled = []
+        self.loop.call_at(expiry[0].when, lambda: cancelled.append(task.cancel()))
+        with self.assertRaises(crawl.CancelledError):
+            self.run_briefly(task)
+        self.assertEqual(cancelled, [True])
+        self.assertTrue(task.cancelled())
+
+    def test_outside_a_task(self):
+        with self.assertRaises(RuntimeError):
+            crawl.timeout(1).__enter__()
+        with crawl.timeout(None):  # no deadline needs no task
+            pass
+
+    def test_current_task(self):
+        self.assertIsNone(crawl.current_task(self.loop))
+        seen = []
+
+        def coroutine():
+            seen.append(crawl.current_task())
+            yield from crawl.sleep(0)
+            seen.append(crawl.current_task())
+
+        task = self.loop.create_task(coroutine())
+        self.loop.call_soon(lambda: seen.append(crawl.current_task()))  # a plain callback
+        self.run_briefly(task)
+        self.assertEqual(seen, [task, None, task])
+        self.assertIsNone(crawl.current_task(self.loop))
+
+
+class RuntimeReadIntoTest(RuntimeTestCase):
+
+    def test_read_into_and_regex_separators(self):
+        a, b = self.socketpair()
+        b.sendall(b"abcdef")
+        buffer = bytearray(4)
+
+        def coroutine():
+            first = yield from crawl.read_into(a, buffer)
+            first_bytes = bytes(buffer[:first])
+            second = yield from crawl.read_into(a, memoryview(buffer)[1:])
+            b.shutdown(socket.SHUT_WR)
+            end = yield from crawl.read_into(a, buffer)
+            return first, first_bytes, second, bytes(buffer[1:1 + second]), end
+
+        self.assertEqual(self.run_co(coroutine()), (4, b"abcd", 2, b"ef", 0))
+
+        c, d = self.socketpair()
+        stream = crawl.Stream(c)
+        self.assertIsNone(stream.take_until(b"\n"))  # nothing buffered: no wait, None
+        d.sendall(b"Head: 1\nMore: 2\n\nbody")
+        d.shutdown(socket.SHUT_WR)
+        head = self.run_co(stream.readuntil(re.compile(rb"\r?\n\r?\n")))
+        self.assertEqual(head, b"Head: 1\nMore: 2\n\n")
+        self.assertEqual(stream.take_until(b"\n"), None)  # b"body" has no newline
+        self.assertEqual(self.run_co(stream.read()), b"body")
+
+
+if __name__ == "__main__":
+    unittest.main()
+
+
+# ---------------------------------------------------------------------------
+# HTTP/1.1 layer (issue 3): requests, response parsing, framing, content
+# coding, persistent connections, TLS, limits, timeouts, errors.
+# Cases C01, C02, C03, C06, C07, C09, C10 and C12 of ../shared/cases.
+# ---------------------------------------------------------------------------
+
+
+def _http_html(link):
+    """Bytes of a small HTML page linking to link."""
+    return (f'<!doctype html><html><head><title>t</title></head><body>'
+            f'<p>Some text.</p><a href="{link}">{link}</a></body></html>\n').encode()
+
+
+def _http_chunked(body, size=7, trailers=b""):
+    """body in the chunked transfer coding, size bytes per chunk."""
+    out = b""
+    for i in range(0, len(body), size):
+        piece = body[i:i + size]
+        out += b"%x\r\n" % len(piece) + piece + b"\r\n"
+    return out + b"0\r\n" + trailers + b"\r\n"
+
+
+def _http_raw_deflate(data):
+    compressor = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return compressor.compress(data) + compressor.flush()
+
+
+_HTTP_BOMB = {}
+
+
+def _http_bomb(kind="gzip"):
+    """50 MiB of zeros, gzip- or zlib-compressed (made once, ~0.1 s)."""
+    if kind not in _HTTP_BOMB:
+        wbits = 31 if kind == "gzip" else 15
+        compressor = zlib.compressobj(1, zlib.DEFLATED, wbits)
+        zeros = bytes(1 << 20)
+        _HTTP_BOMB[kind] = b"".join(compressor.compress(zeros) for _ in range(50)) + compressor.flush()
+    return _HTTP_BOMB[kind]
+
+
+def _http_send_and_close(data):
+    """A RawServer.responses answer: send data, then close (FIN)."""
+    def answer(conn, request):
+        conn.send(data)
+        conn.close()
+        return "closed"
+    return answer
+
+
+def _http_send_and_hold(data):
+    """An answer that sends data and then keeps the connection open, reading
+    nothing more, until the client closes it."""
+    def answer(conn, request):
+        try:
+            conn.send(data)
+        except OSError:
+            return "closed"
+        while conn.read_request(timeout=10) is not None:
+            pass
+        return "closed"
+    return answer
+
+
+def _http_send_slowly(data, delay=0.0):
+    """An answer that writes data one byte per TCP segment."""
+    def answer(conn, request):
+        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn.send_slowly(data, delay=delay)
+    return answer
+
+
+def _http_parse_request(raw):
+    """(request line, [(name, value)]) of a request head as bytes."""
+    lines = raw.decode("latin-1").split("\r\n")
+    fields = [tuple(part.strip() for part in line.split(":", 1)) for line in lines[1:] if line]
+    return lines[0], fields
+
+
+def _http_free_port():
+    """A 127.0.0.1 port with nothing listening on it."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class HTTPLayerTestCase(LoopTestCase):
+    """Shared helpers for the HTTP tests (no tests of its own)."""
+
+    def client(self, **options):
+        options.setdefault("timeout", 10)
+        options.setdefault("read_timeout", 5)
+        client = crawl.Client(**options)
+        self.addCleanup(client.close)
+        return client
+
+    def raw(self, table, **options):
+        server = RawServer.responses(table, **options)
+        self.addCleanup(server.close)
+        return server
+
+    def scripted(self, script, **options):
+        server = RawServer(script, **options)
+        self.addCleanup(server.close)
+        return server
+
+    def site(self, routes, **options):
+        server = SiteServer(routes, **options)
+        self.addCleanup(server.close)
+        # http.server writes the head and the body separately: without
+        # TCP_NODELAY each keep-alive response waits ~40 ms for a delayed ACK.
+        server.server.RequestHandlerClass.disable_nagle_algorithm = True
+        return server
+
+    def get(self, client, url, method="GET", headers=None):
+        return self.run_co(client.fetch(url, method, headers))
+
+    def get_many(self, client, urls, method="GET"):
+        def go():
+            responses = []
+            for url in urls:
+                responses.append((yield from client.fetch(url, method)))
+            return responses
+        return self.run_co(go())
+
+    def get_error(self, error_type, client, url, method="GET", run_timeout=20):
+        """Fetch url expecting error_type; return the exception. The loop
+        must be left clean after the error too."""
+        with self.assertRaises(error_type) as caught:
+            self.run_co(client.fetch(url, method), timeout=run_timeout)
+        self.run_co(crawl.sleep(0))
+        return caught.exception
+
+    def parse(self, data, method="GET", max_body_size=crawl.DEFAULT_MAX_BODY_SIZE, eof=True):
+        """read_response over a socketpair holding data: (Response, reusable).
+        eof=False leaves the writing end open (nothing more arrives)."""
+        ours, theirs = socket.socketpair()
+        ours.setblocking(False)
+        self.addCleanup(theirs.close)
+        stream = crawl.Stream(ours, read_timeout=2)
+        self.addCleanup(stream.close)
+        theirs.sendall(data)
+        if eof:
+            theirs.shutdown(socket.SHUT_WR)
+        return self.run_co(crawl.read_response(stream, method, "http://example.test/x", max_body_size))
+
+    def parse_error(self, error_type, data, method="GET", max_body_size=crawl.DEFAULT_MAX_BODY_SIZE,
+                    eof=True):
+        with self.assertRaises(error_type) as caught:
+            self.parse(data, method, max_body_size, eof)
+        return caught.exception
+
+    def wait_for_fds(self, expected, seconds=3.0):
+        """open_fds() once it equals expected (server threads may still be
+        closing their ends for a moment), else the last value seen."""
+        deadline = time.monotonic() + seconds
+        while True:
+            now = open_fds()
+            if now == expected or time.monotonic() > deadline:
+                return now
+            time.sleep(0.01)
+
+
+# Status line -----------------------------------------------------------------
+
+
+class HTTPStatusLineTest(HTTPLayerTestCase):
+
+    def test_parse_status_line_valid(self):
+        cases = {
+            b"HTTP/1.1 200 OK\r\n": ("HTTP/1.1", 200, "OK"),
+            b"HTTP/1.0 200\r\n": ("HTTP/1.0", 200, ""),
+            b"HTTP/1.1 200 \r\n": ("HTTP/1.1", 200, ""),
+            b"HTTP/1.1 404 Not Found\r\n": ("HTTP/1.1", 404, "Not Found"),
+            b"HTTP/1.1 304 NOT MODIFIED\n": ("HTTP/1.1", 304, "NOT MODIFIED"),
+            b"HTTP/1.1 500 Internal Server Error\r\n": ("HTTP/1.1", 500, "Internal Server Error"),
+            b"HTTP/1.0 302 Found\r\n": ("HTTP/1.0", 302, "Found"),
+        }
+        for line, expected in cases.items():
+            with self.subTest(line=line):
+                self.assertEqual(crawl.parse_status_line(line), expected)
+
+    def test_parse_status_line_invalid(self):
+        for line in (b"HTTP/2 200 OK\r\n", b"HTTP/1.1 20 OK\r\n", b"HTTP/1.1 2000 OK\r\n",
+                     b"ICY 200 OK\r\n", b"HTTP/1.1 abc OK\r\n", b"HTTP/1.1  200 OK\r\n",
+                     b"HTTP/1.1 200OK\r\n", b"garbage\r\n", b"\r\n", b"",
+                     b"http/1.1 200 OK\r\n", b"HTTP/1.x 200 OK\r\n", b"HTTP/1.1\r\n"):
+            with self.subTest(line=line):
+                with self.assertRaises(crawl.ProtocolError) as caught:
+                    crawl.parse_status_line(line, "http://example.test/")
+                self.assertIn("http://example.test/", str(caught.exception))
+
+    def test_c01_no_reason_phrase(self):
+        body = _http_html("/next")
+        body_b = _http_html("/b-next")
+        server = self.raw({
+            "/": _http_send_and_close(b"HTTP/1.0 200\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n"
+                                      % len(body) + body),
+            "/b": b"HTTP/1.1 200 \r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n"
+                  % len(body_b) + body_b,
+        })
+        client = self.client()
+        first, b1, b2 = self.get_many(client, [server.url("/"), server.url("/b"), server.url("/b")])
+        self.assertEqual((first.status, first.reason, first.http_version), (200, "", "HTTP/1.0"))
+        self.assertEqual(first.body, body)
+        self.assertIn(b'<a href="/next">', first.body)
+        for response in (b1, b2):
+            self.assertEqual((response.status, response.reason, response.http_version), (200, "", "HTTP/1.1"))
+            self.assertEqual(response.body, body_b)
+        # "/" was HTTP/1.0 without keep-alive and then closed; both /b on one.
+        self.assertEqual(server.connections, 2)
+        self.assertEqual(client.connections_opened, 2)
+
+    def test_invalid_status_lines_on_the_wire(self):
+        lines = {"/h2": b"HTTP/2 200 OK", "/short": b"HTTP/1.1 20 OK", "/icy": b"ICY 200 OK",
+                 "/junk": b"\x00\x01garbage\xff", "/html": b"<html>hello</html>"}
+        seen = {"/h2": "HTTP/2 200", "/short": "HTTP/1.1 20 OK", "/icy": "ICY 200 OK",
+                "/junk": "garbage", "/html": "<html>hello</html>"}
+        server = self.raw({target: _http_send_and_close(line + b"\r\nContent-Length: 0\r\n\r\n")
+                           for target, line in lines.items()})
+        client = self.client()
+        for target in lines:
+            with self.subTest(target=target):
+                url = server.url(target)
+                error = self.get_error(crawl.ProtocolError, client, url)
+                self.assertIn(seen[target], str(error))
+                self.assertIn(url, str(error))
+                self.assertEqual(error.url, url)
+                self.assertEqual(error.kind, "protocol")
+
+
+# Field section ---------------------------------------------------------------
+
+
+class HTTPFieldsTest(HTTPLayerTestCase):
+
+    def test_fields_object(self):
+        fields = crawl.Fields([("Set-Cookie", "a=1"), ("Content-Type", "text/html"), ("set-cookie", "b=2")])
+        self.assertEqual(fields.get("content-type"), "text/html")
+        self.assertEqual(fields.get("CONTENT-TYPE"), "text/html")
+        self.assertEqual(fields["Content-type"], "text/html")
+        self.assertEqual(fields.get_all("SET-COOKIE"), ["a=1", "b=2"])
+        self.assertEqual(fields.get("set-cookie"), "a=1, b=2")
+        self.assertEqual(fields.get("missing"), None)
+        self.assertEqual(fields.get("missing", "x"), "x")
+        self.assertEqual(fields.get_all("missing"), [])
+        self.assertIn("set-COOKIE", fields)
+        self.assertNotIn("missing", fields)
+        with self.assertRaises(KeyError):
+            fields["missing"]
+        self.assertEqual(len(fields), 3)
+        self.assertEqual(fields.items(), [("Set-Cookie", "a=1"), ("Content-Type", "text/html"),
+                                          ("set-cookie", "b=2")])
+
+    def test_parse_fields(self):
+        fields = crawl.parse_fields(["A: 1\r\n", "  continued\r\n", "\tagain\r\n", "B:2\n",
+                                     "C:   spaced \t \r\n", "D:\r\n", "E: x: y\r\n"])
+        self.assertEqual(fields.items(), [("A", "1 continued again"), ("B", "2"), ("C", "spaced"),
+                                          ("D", ""), ("E", "x: y")])
+        for bad in (["no colon here\r\n"], [": empty name\r\n"], ["Bad Name: x\r\n"],
+                    ["Name : x\r\n"], [" continuation first\r\n", "A: 1\r\n"]):
+            with self.subTest(lines=bad):
+                with self.assertRaises(crawl.ProtocolError):
+                    crawl.parse_fields(bad, "http://example.test/")
+
+    def test_repeated_case_insensitive_and_folded_on_the_wire(self):
+        data = (b"HTTP/1.1 200 OK\r\n"
+                b"Set-Cookie: a=1\r\n"
+                b"content-type: text/plain\r\n"
+                b"SET-COOKIE: b=2\r\n"
+                b"X-Folded: first\r\n"
+                b"  second\r\n"
+                b"\tthird\r\n"
+                b"Content-Length: 5\r\n"
+                b"\r\n"
+                b"hello")
+        server = self.raw({"/": data})
+        response = self.get(self.client(), server.url("/"))
+        self.assertEqual(response.body, b"hello")
+        self.assertEqual(response.headers.get("Content-Type"), "text/plain")
+        self.assertEqual(response.headers.get_all("set-cookie"), ["a=1", "b=2"])
+        self.assertEqual(response.headers.get("x-folded"), "first second third")
+        self.assertEqual(response.headers.items(), [
+            ("Set-Cookie", "a=1"), ("content-type", "text/plain"), ("SET-COOKIE", "b=2"),
+            ("X-Folded", "first second third"), ("Content-Length", "5")])
+        self.assertEqual(response.wire_bytes, len(data))
+
+    def test_c02_bare_lf_then_next_request_on_same_connection(self):
+        body = _http_html("/lf-ok")
+        n = len(body)
+        lf_only = b"HTTP/1.1 200 OK\nContent-Type: text/html\nContent-Length: %d\n\n" % n + body
+        mixed = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\nContent-Length: %d\r\n\n" % n + body
+        server = self.raw({"/lf": lf_only, "/mixed": mixed, "/after": http_response("after")})
+        client = self.client()
+        urls = [server.url("/lf"), server.url("/mixed"), server.url("/lf"), server.url("/after")]
+        responses = self.get_many(client, urls)
+        for response, sent in zip(responses[:3], (lf_only, mixed, lf_only)):
+            self.assertEqual((response.status, response.reason), (200, "OK"))
+            self.assertEqual(response.headers.items(), [("Content-Type", "text/html"),
+                                                        ("Content-Length", str(n))])
+            self.assertEqual(response.body, body)
+            self.assertEqual(len(response.body), n)
+            self.assertIn(b'<a href="/lf-ok">', response.body)
+            self.assertEqual(response.wire_bytes, len(sent))
+        self.assertEqual(responses[3].body, b"after")
+        self.assertEqual(server.targets, ["/lf", "/mixed", "/lf", "/after"])
+        self.assertEqual(server.connections, 1)
+        self.assertEqual(client.connections_opened, 1)
+
+    def test_field_section_over_64k_is_an_error_not_a_hang(self):
+        one_line = b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 70000 + b"\r\nContent-Length: 0\r\n\r\n"
+        many_lines = (b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-Line-%03d: %s\r\n" % (i, b"b" * 980)
+                                                       for i in range(100))
+                      + b"Content-Length: 0\r\n\r\n")
+        long_status = b"HTTP/1.1 200 " + b"O" * 70000 + b"\r\nContent-Length: 0\r\n\r\n"
+        endless = b"HTTP/1.1 200 OK\r\nX-Endless: " + b"c" * 200000  # no line end, held open
+        server = self.raw({"/one": _http_send_and_hold(one_line), "/many": _http_send_and_hold(many_lines),
+                           "/status": _http_send_and_hold(long_status),
+                           "/endless": _http_send_and_hold(endless)})
+        client = self.client(read_timeout=5, timeout=10)
+        for target in ("/one", "/many", "/status", "/endless"):
+            with self.subTest(target=target):
+                self.get_error(crawl.ProtocolError, client, server.url(target), run_timeout=8)
+        self.assertEqual(len(client.pool), 0)
+
+    def test_field_count_limit(self):
+        limit = crawl.MAX_FIELD_COUNT
+
+        def head(count):
+            lines = [b"Content-Length: 2\r\n"] + [b"X-F%d: v\r\n" % i for i in range(count - 1)]
+            return b"HTTP/1.1 200 OK\r\n" + b"".join(lines) + b"\r\nok"
+
+        server = self.raw({"/at-limit": head(limit), "/over": _http_send_and_hold(head(limit + 1)),
+                           "/way-over": _http_send_and_hold(head(1000))})
+        client = self.client()
+        response = self.get(client, server.url("/at-limit"))
+        self.assertEqual(len(response.headers), limit)
+        self.assertEqual(response.body, b"ok")
+        for target in ("/over", "/way-over"):
+            with self.subTest(target=target):
+                self.get_error(crawl.ProtocolError, client, server.url(target))
+
+
+# Interim responses and bodyless statuses ---------------------------------------
+
+
+class HTTPInterimAndNoBodyTest(HTTPLayerTestCase):
+
+    def test_1xx_skipped(self):
+        data = (b"HTTP/1.1 100 Continue\r\n\r\n"
+                b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
+                b"HTTP/1.1 200 OK\r\nX-Final: yes\r\nContent-Length: 5\r\n\r\nhello")
+        server = self.raw({"/": data, "/next": http_response("next")})
+        client = self.client()
+        response, after = self.get_many(client, [server.url("/"), server.url("/next")])
+        self.assertEqual((response.status, response.reason), (200, "OK"))
+        self.assertEqual(response.body, b"hello")
+        self.assertEqual(response.headers.items(), [("X-Final", "yes"), ("Content-Length", "5")])
+        self.assertNotIn("link", response.headers)
+        self.assertEqual(response.wire_bytes, len(data))
+        self.assertEqual(after.body, b"next")
+        self.assertEqual(server.connections, 1)
+
+    def test_1xx_skipped_read_response(self):
+        response, reusable = self.parse(
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+            b"HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok", eof=False)
+        self.assertEqual((response.status, response.reason, response.body, reusable), (201, "Created", b"ok", True))
+
+    def test_head_has_no_body_and_keeps_the_connection_in_sync(self):
+        server = self.raw({
+            "/h": b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 1000\r\n\r\n",
+            "/g": http_response("after head"),
+        })
+        client = self.client()
+        head = self.get(client, server.url("/h"), "HEAD")
+        self.assertEqual((head.status, head.body), (200, b""))
+        self.assertEqual(head.headers.get("content-length"), "1000")
+        after = self.get(client, server.url("/g"))
+        self.assertEqual(after.body, b"after head")
+        self.assertEqual(server.connections, 1)
+
+    def test_head_against_http_server(self):
+        site = self.site({"/": html_page("/a")})
+        client = self.client()
+        head = self.get(client, site.url("/"), "HEAD")
+        get = self.get(client, site.url("/"))
+        self.assertEqual(head.body, b"")
+        self.assertEqual(head.headers.get("content-length"), str(len(get.body)))
+        self.assertEqual(get.body, html_page("/a").body)
+        self.assertEqual([r["method"] for r in site.requests], ["HEAD", "GET"])
+        self.assertEqual(site.connections, 1)
+
+    def test_204_keeps_the_connection_in_sync(self):
+        server = self.raw({"/empty": b"HTTP/1.1 204 No Content\r\nServer: x\r\n\r\n",
+                           "/next": http_response("next")})
+        client = self.client(read_timeout=3)
+        empty, after = self.get_many(client, [server.url("/empty"), server.url("/next")])
+        self.assertEqual((empty.status, empty.reason, empty.body), (204, "No Content", b""))
+        self.assertEqual(after.body, b"next")
+        self.assertEqual(server.connections, 1)
+
+    def test_c09_304_with_stray_bytes(self):
+        # read_timeout=3: a client that waited for more data would time out.
+        server = self.raw({
+            "/": _http_send_and_hold(b"HTTP/1.1 304 NOT MODIFIED\r\nConnection: keep-alive\r\n\r\ntest"),
+            "/next": http_response("next page"),
+        })
+        client = self.client(read_timeout=3)
+        response = self.get(client, server.url("/"))
+        self.assertEqual((response.status, response.reason, response.body), (304, "NOT MODIFIED", b""))
+        after = self.get(client, server.url("/next"))
+        self.assertEqual((after.status, after.body), (200, b"next page"))
+        self.assertEqual(server.connections, 2)
+        self.assertEqual(client.connections_opened, 2)
+        self.assertEqual(server.targets, ["/", "/next"])
+
+    def test_bodyless_responses_with_stray_bytes_are_not_reused(self):
+        server = self.raw({
+            "/204": b"HTTP/1.1 204 No Content\r\n\r\njunk",
+            "/head": b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nbody",
+            "/next": http_response("next"),
+        })
+        client = self.client(read_timeout=3)
+        for target, method, status in (("/204", "GET", 204), ("/head", "HEAD", 200)):
+            with self.subTest(target=target):
+                before = server.connections
+                response = self.get(client, server.url(target), method)
+                self.assertEqual((response.status, response.body), (status, b""))
+                after = self.get(client, server.url("/next"))
+                self.assertEqual(after.body, b"next")
+                self.assertEqual(server.connections, before + 2)
+                client.close()  # the next case starts on a new connection
+
+    def test_read_response_reusable_flags(self):
+        cases = [
+            (b"HTTP/1.1 304 Not Modified\r\nConnection: keep-alive\r\n\r\ntest", "GET", b"", False),
+            (b"HTTP/1.1 304 Not Modified\r\n\r\n", "GET", b"", True),
+            (b"HTTP/1.1 204 No Content\r\n\r\n", "GET", b"", True),
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n", "HEAD", b"", True),
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", "GET", b"ok", True),
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok", "GET", b"ok", False),
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: Keep-Alive, CLOSE\r\n\r\nok", "GET",
+             b"ok", False),
+            (b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", "GET", b"ok", False),
+            (b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok", "GET", b"ok", True),
+            (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", "GET", b"ok", True),
+            (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+             "GET", b"ok", False),
+        ]
+        for data, method, body, reusable in cases:
+            with self.subTest(data=data, method=method):
+                response, got = self.parse(data, method, eof=False)
+                self.assertEqual(response.body, body)
+                self.assertEqual(got, reusable)
+        # Read until close: complete at EOF, never reusable.
+        response, got = self.parse(b"HTTP/1.1 200 OK\r\n\r\nuntil close", eof=True)
+        self.assertEqual((response.body, got), (b"until close", False))
+
+    def test_body_framing(self):
+        f = crawl.Fields
+        cases = [
+            (("HEAD", 200, f([("Content-Length", "10")])), ("none", 0, True)),
+            (("GET", 204, f()), ("none", 0, True)),
+            (("GET", 304, f([("Content-Length", "10")])), ("none", 0, True)),
+            (("GET", 200, f([("Transfer-Encoding", "chunked")])), ("chunked", None, True)),
+            (("GET", 200, f([("Transfer-Encoding", "Chunked"), ("Content-Length", "5")])),
+             ("chunked", None, False)),
+            (("GET", 200, f([("Content-Length", "42")])), ("length", 42, True)),
+            (("GET", 200, f([("Content-Length", "42"), ("content-length", "42")])), ("length", 42, True)),
+            (("GET", 200, f([("Content-Length", "42, 42")])), ("length", 42, True)),
+            (("GET", 200, f([("Content-Length", "0")])), ("length", 0, True)),
+            (("GET", 200, f()), ("close", None, False)),
+        ]
+        for args, expected in cases:
+            with self.subTest(args=args):
+                self.assertEqual(crawl.body_framing(*args), expected)
+
+    def test_invalid_content_length(self):
+        for value in ("abc", "-1", "+5", "5.0", "0x10", "", "1 2", "5, 6", "\xb2", "\u0663"):
+            with self.subTest(value=value):
+                with self.assertRaises(crawl.ProtocolError):
+                    crawl.body_framing("GET", 200, crawl.Fields([("Content-Length", value)]), "http://e.test/")
+        server = self.raw({"/abc": _http_send_and_hold(b"HTTP/1.1 200 OK\r\nContent-Length: abc\r\n\r\nbody"),
+                           "/neg": _http_send_and_hold(b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\nbody"),
+                           "/sup": _http_send_and_hold(b"HTTP/1.1 200 OK\r\nContent-Length: \xb2\r\n\r\nbody")})
+        client = self.client()
+        for target in ("/abc", "/neg", "/sup"):
+            with self.subTest(target=target):
+                self.get_error(crawl.ProtocolError, client, server.url(target))
+        self.assertEqual(len(client.pool), 0)
+
+
+# Chunked, Content-Length, close-delimited, truncated -----------------------------
+
+
+class HTTPBodyFramingTest(HTTPLayerTestCase):
+
+    def test_c03_chunk_extensions_whitespace_uppercase(self):
+        data = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/plain\r\n\r\n"
+                b"5;ext=1\r\nhello\r\n6 \r\n world\r\nA\r\n0123456789\r\n0\r\n\r\n")
+        server = self.raw({"/": data, "/next": http_response("next")})
+        client = self.client()
+        response, after = self.get_many(client, [server.url("/"), server.url("/next")])
+        self.assertEqual(response.body, b"hello world0123456789")
+        self.assertEqual(len(response.body), 21)
+        self.assertEqual(response.wire_bytes, len(data))
+        self.assertEqual(after.body, b"next")
+        self.assertEqual(server.connections, 1)
+
+    def test_c03_bad_chunk_size(self):
+        server = self.raw({
+            "/badchunk": _http_send_and_hold(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                             b"5\r\nhello\r\nzz\r\n...\r\n0\r\n\r\n"),
+            "/halfhex": _http_send_and_hold(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                            b"5\r\nhello\r\n1X\r\nab\r\n0\r\n\r\n"),
+            "/0x": _http_send_and_hold(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                       b"0x5\r\nhello\r\n0\r\n\r\n"),
+            "/": http_response("fine"),
+        })
+        client = self.client()
+        for number, target in enumerate(("/badchunk", "/halfhex", "/0x"), 1):
+            with self.subTest(target=target):
+                error = self.get_error(crawl.ProtocolError, client, server.url(target))
+                self.assertIn("malformed chunk size", str(error))
+                self.assertIsNotNone(error.response)
+                self.assertTrue(error.response.truncated)
+                self.assertEqual(error.response.status, 200)
+                self.assertEqual(error.response.body, b"" if target == "/0x" else b"hello")
+                # The connection is not reused: the next fetch opens a new one.
+                self.assertEqual(self.get(client, server.url("/")).body, b"fine")
+                self.assertEqual(server.connections, 2 * number)
+                self.get(client, server.url("/"))  # and that one is reused
+                self.assertEqual(server.connections, 2 * number)
+                client.close()
+
+    def test_chunk_data_not_followed_by_crlf(self):
+        error = self.parse_error(crawl.ProtocolError, b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                                      b"5\r\nhelloXX\r\n0\r\n\r\n", eof=False)
+        self.assertTrue(error.response.truncated)
+
+    def test_chunked_with_trailers(self):
+        data = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Checksum\r\n\r\n"
+                + _http_chunked(b"hello trailers", 4, b"X-Checksum: abc\r\nX-Other: w\r\n"))
+        server = self.raw({"/": data, "/next": http_response("next")})
+        client = self.client()
+        response, after = self.get_many(client, [server.url("/"), server.url("/next")])
+        self.assertEqual(response.body, b"hello trailers")
+        self.assertEqual(response.wire_bytes, len(data))
+        self.assertNotIn("x-checksum", response.headers)  # trailers are read and discarded
+        self.assertEqual(after.body, b"next")
+        self.assertEqual(server.connections, 1)
+
+    def test_chunked_wins_over_content_length_and_connection_not_reused(self):
+        data = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 100\r\n\r\n"
+                b"5\r\nhello\r\n0\r\n\r\n")
+        server = self.raw({"/": data, "/next": http_response("next")})
+        client = self.client()
+        response = self.get(client, server.url("/"))
+        self.assertEqual(response.body, b"hello")
+        self.assertEqual(len(client.pool), 0)
+        after = self.get(client, server.url("/next"))
+        self.assertEqual(after.body, b"next")
+        self.assertEqual(server.connections, 2)
+
+    def test_c06_duplicate_content_length(self):
+        body = b'<html><body><a href="/dup-next">next</a>'
+        body += b" " * (84 - len(body) - len(b"</body></html>\n")) + b"</body></html>\n"
+        self.assertEqual(len(body), 84)
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+        server = self.raw({
+            "/dup": head + b"Content-Length: 84\r\nContent-Length: 84\r\n\r\n" + body,
+            "/dup-list": head + b"Content-Length: 84, 84\r\n\r\n" + body,
+            "/dup-bad": _http_send_and_hold(head + b"Content-Length: 84\r\nContent-Length: 90\r\n\r\n" + body),
+        })
+        client = self.client()
+        dup, dup_list = self.get_many(client, [server.url("/dup"), server.url("/dup-list")])
+        for response in (dup, dup_list):
+            self.assertEqual(response.status, 200)
+            self.assertEqual(response.body, body)
+            self.assertEqual(len(response.body), 84)
+            self.assertIn(b'<a href="/dup-next">', response.body)
+        self.assertEqual(server.connections, 1)
+        self.get_error(crawl.ProtocolError, client, server.url("/dup-bad"))
+        self.assertEqual(len(client.pool), 0)
+        self.assertEqual(self.get(client, server.url("/dup")).body, body)
+        self.assertEqual(server.connections, 2)
+
+    def test_c07_read_until_close(self):
+        def plain(conn, request):
+            conn.send(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n")
+            for i, part in enumerate((b"A" * 3333, b"A" * 3333, b"A" * 3334)):
+                if i:
+                    time.sleep(0.05)
+                conn.send(part)
+            conn.close()
+            return "closed"
+
+        start = b"<!doctype html><html><body><p>"
+        end = b'</p><a href="/tail">tail</a></body></html>\n'
+        page = start + b"A" * (10000 - len(start) - len(end)) + end
+        self.assertEqual(len(page), 10000)
+
+        def html(conn, request):
+            conn.send(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: keep-alive\r\n\r\n")
+            for i in range(0, 10000, 3334):
+                time.sleep(0.02)
+                conn.send(page[i:i + 3334])
+            conn.close()
+            return "closed"
+
+        server = self.raw({"/plain": plain, "/html": html})
+        client = self.client()
+        response = self.get(client, server.url("/plain"))
+        self.assertEqual((response.status, response.http_version), (200, "HTTP/1.0"))
+        self.assertEqual(response.body, b"A" * 10000)
+        self.assertEqual(len(client.pool), 0)
+        response = self.get(client, server.url("/html"))
+        self.assertEqual(response.status, 200)
+        self.assertEqual(len(response.body), 10000)
+        self.assertEqual(response.body, page)
+        self.assertIn(b'<a href="/tail">', response.body[-100:])
+        self.assertEqual(len(client.pool), 0)
+        self.assertEqual(server.connections, 2)
+        self.assertEqual(client.connections_opened, 2)
+
+    def test_truncated_content_length(self):
+        server = self.raw({"/": _http_send_and_close(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"
+                                                     + b"0123456789" * 4)})
+        client = self.client()
+        url = server.url("/")
+        error = self.get_error(crawl.TruncatedBody, client, url)
+        self.assertEqual(error.response.body, b"0123456789" * 4)
+        self.assertEqual(len(error.response.body), 40)
+        self.assertTrue(error.response.truncated)
+        self.assertEqual(error.response.status, 200)
+        self.assertIn(url, str(error))
+        self.assertEqual(error.kind, "truncated")
+        self.assertIsInstance(error, crawl.HTTPError)
+
+    def test_truncated_chunked(self):
+        cases = {
+            "/mid-chunk": (b"a\r\n0123", b"0123"),
+            "/after-chunk": (b"5\r\nhello\r\n", b"hello"),
+            "/before-trailers": (b"5\r\nhello\r\n0\r\n", b"hello"),
+        }
+        server = self.raw({target: _http_send_and_close(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + data)
+            for target, (data, _) in cases.items()})
+        client = self.client()
+        for target, (_, partial) in cases.items():
+            with self.subTest(target=target):
+                error = self.get_error(crawl.TruncatedBody, client, server.url(target))
+                self.assertEqual(error.response.body, partial)
+                self.assertTrue(error.response.truncated)
+
+    def test_closed_before_complete_head(self):
+        server = self.raw({"/": _http_send_and_close(b"HTTP/1.1 200 OK\r\nContent-Le")})
+        error = self.get_error(crawl.ProtocolError, self.client(), server.url("/"))
+        self.assertIn(server.url("/"), str(error))
+
+    def test_errors_after_the_head_carry_the_response(self):
+        # HTTPError.response is the partial Response whenever the status
+        # line and fields had arrived (crawl.HTTPError docstring).
+        cases = {
+            "/dup-bad": (crawl.ProtocolError, b"Content-Length: 84\r\nContent-Length: 90\r\n\r\n"),
+            "/bad-length": (crawl.ProtocolError, b"Content-Length: abc\r\n\r\n"),
+            "/br": (crawl.ContentDecodingError, b"Content-Encoding: br\r\nContent-Length: 4\r\n\r\nxxxx"),
+            "/too-large": (crawl.BodyTooLarge, b"Content-Length: 99999999\r\n\r\n"),
+            "/truncated": (crawl.TruncatedBody, b"Content-Length: 10\r\n\r\nabc"),
+        }
+        server = self.raw({target: _http_send_and_close(b"HTTP/1.1 200 OK\r\nX-Mark: here\r\n" + rest)
+                           for target, (_, rest) in cases.items()})
+        client = self.client(max_body_size=1 << 20)
+        for target, (error_type, _) in cases.items():
+            with self.subTest(target=target):
+                error = self.get_error(error_type, client, server.url(target))
+                self.assertIsNotNone(error.response, f"{target}: no response attached to {error!r}")
+                self.assertEqual(error.response.status, 200)
+                self.assertEqual(error.response.headers.get("x-mark"), "here")
+                self.assertTrue(error.response.truncated)
+
+
+# Content-Encoding ----------------------------------------------------------------
+
+
+class HTTPContentEncodingTest(HTTPLayerTestCase):
+    HTML = _http_html("/deflate-ok").replace(b"<p>Some text.</p>", b"<p>" + b"Some text. " * 200 + b"</p>")
+
+    def test_codings_decode_to_the_same_html(self):
+        html = self.HTML
+        gz = gzip.compress(html)
+        zl = zlib.compress(html)
+        raw = _http_raw_deflate(html)
+        self.assertNotEqual(zl[:2], raw[:2])
+
+        def coded(coding, payload, chunked=False):
+            headers = [("Content-Type", "text/html; charset=utf-8"), ("Content-Encoding", coding)]
+            if chunked:
+                return (http_response(b"", headers=headers + [("Transfer-Encoding", "chunked")], length=False)
+                        + _http_chunked(payload, 100))
+            return http_response(payload, headers=headers)
+
+        table = {
+            "/gzip": coded("gzip", gz),
+            "/x-gzip": coded("x-gzip", gz),
+            "/GZIP": coded("GZip", gz),
+            "/gzip-chunked": coded("gzip", gz, chunked=True),
+            "/zlib": coded("deflate", zl),
+            "/raw": coded("deflate", raw),
+            "/raw-chunked": coded("deflate", raw, chunked=True),
+            "/identity": coded("identity", html),
+            "/none": http_response(html),
+        }
+        server = self.raw(table)
+        client = self.client()
+        targets = list(table)
+        responses = self.get_many(client, [server.url(t) for t in targets])
+        for target, response in zip(targets, responses):
+            with self.subTest(target=target):
+                self.assertEqual(response.status, 200)
+                self.assertEqual(response.body, html)
+                self.assertIn(b'<a href="/deflate-ok">', response.body)
+                self.assertEqual(response.wire_bytes, len(table[target]))
+        self.assertEqual(server.connections, 1)
+
+    def test_empty_body_with_content_encoding(self):
+        server = self.raw({
+            "/empty-gzip": b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 0\r\n\r\n",
+            "/empty-deflate": b"HTTP/1.1 200 OK\r\nContent-Encoding: deflate\r\nContent-Length: 0\r\n\r\n",
+            "/redirect": b"HTTP/1.1 301 Moved\r\nLocation: /x\r\nContent-Encoding: gzip\r\nContent-Length: 0\r\n\r\n",
+            "/head": b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 20\r\n\r\n",
+        })
+        client = self.client()
+        for target in ("/empty-gzip", "/empty-deflate", "/redirect", "/head"):
+            with self.subTest(target=target):
+                response = self.get(client, server.url(target), "HEAD" if target == "/head" else "GET")
+                self.assertEqual(response.body, b"")
+        self.assertEqual(server.connections, 1)
+
+    def test_corrupt_and_unsupported_codings(self):
+        gz = bytearray(gzip.compress(self.HTML))
+        gz[-8] ^= 0xFF  # CRC-32 no longer matches
+        cases = {
+            "/not-gzip": ("gzip", b"this is not gzip data at all"),
+            "/bad-crc": ("gzip", bytes(gz)),
+            "/not-deflate": ("deflate", b"\xff\xff\xff\xff not deflate either \xff\xff"),
+            "/br": ("br", b"\x0b\x02\x80hello\x03"),
+            "/compress": ("compress", b"\x1f\x9d\x90hello"),
+        }
+        server = self.raw({target: http_response(payload, headers=[("Content-Encoding", coding)])
+                           for target, (coding, payload) in cases.items()})
+        client = self.client()
+        for target in cases:
+            with self.subTest(target=target):
+                error = self.get_error(crawl.ContentDecodingError, client, server.url(target))
+                self.assertEqual(error.kind, "decoding")
+                self.assertIn(server.url(target), str(error))
+
+    def test_incomplete_compressed_stream_is_a_decoding_error(self):
+        # A body that ends (at its declared length) in the middle of the
+        # compressed stream is corrupt, not a short success.
+        gz = gzip.compress(self.HTML)
+        raw = _http_raw_deflate(self.HTML)
+        cases = {
+            "/gzip-cut": ("gzip", gz[:len(gz) // 2]),
+            "/gzip-no-trailer": ("gzip", gz[:-8]),
+            "/raw-cut": ("deflate", raw[:len(raw) // 2]),
+            "/one-byte": ("deflate", b"x"),
+        }
+        server = self.raw({target: http_response(payload, headers=[("Content-Encoding", coding)])
+                           for target, (coding, payload) in cases.items()})
+        client = self.client()
+        for target in cases:
+            with self.subTest(target=target):
+                self.get_error(crawl.ContentDecodingError, client, server.url(target))
+
+    def test_compression_bomb_stops_at_the_limit(self):
+        limit = 1 << 20
+        gz = _http_bomb("gzip")
+        zl = _http_bomb("zlib")
+        server = self.raw({
+            "/gzip": _http_send_and_hold(http_response(gz, headers=[("Content-Encoding", "gzip")])),
+            "/gzip-chunked": _http_send_and_hold(
+                http_response(b"", headers=[("Content-Encoding", "gzip"), ("Transfer-Encoding", "chunked")],
+                              length=False) + _http_chunked(gz, 16384)),
+            "/deflate": _http_send_and_hold(http_response(zl, headers=[("Content-Encoding", "deflate")])),
+        })
+        client = self.client(max_body_size=limit)
+        for target in ("/gzip", "/gzip-chunked", "/deflate"):
+            with self.subTest(target=target):
+                error = self.get_error(crawl.BodyTooLarge, client, server.url(target))
+                self.assertEqual(len(error.response.body), limit)
+                self.assertEqual(error.response.body, bytes(limit))
+                self.assertTrue(error.response.truncated)
+                self.assertEqual(error.kind, "too_large")
+        self.assertEqual(len(client.pool), 0)
+
+    def test_content_decoder_unit(self):
+        html = self.HTML
+        for coding, payload in (("gzip", gzip.compress(html)), ("deflate", zlib.compress(html)),
+                                ("deflate", _http_raw_deflate(html)), (None, html), ("identity", html)):
+            with self.subTest(coding=coding, head=payload[:2]):
+                decoder = crawl.ContentDecoder(coding, 1 << 20)
+                for i in range(len(payload)):  # one byte at a time
+                    self.assertTrue(decoder.feed(payload[i:i + 1]))
+                self.assertEqual(decoder.finish(), html)
+        decoder = crawl.ContentDecoder("gzip", 100)
+        self.assertFalse(decoder.feed(gzip.compress(html)))
+        self.assertEqual(decoder.finish(), html[:100])
+        with self.assertRaises(crawl.ContentDecodingError):
+            crawl.ContentDecoder("br", 100)
+
+
+# Limits --------------------------------------------------------------------------
+
+
+class HTTPBodySizeLimitTest(HTTPLayerTestCase):
+
+    def test_content_length_over_limit_fails_at_the_head(self):
+        # Only 10 of the declared bytes are sent: a client that read on
+        # would wait for read_timeout and fail with TimeoutError instead.
+        server = self.raw({
+            "/big": _http_send_and_hold(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+                                        b"Content-Length: 2000000\r\n\r\n0123456789"),
+            "/next": http_response("next"),
+        })
+        client = self.client(max_body_size=1 << 20, read_timeout=5)
+        error = self.get_error(crawl.BodyTooLarge, client, server.url("/big"))
+        self.assertEqual(error.response.status, 200)
+        self.assertEqual(error.response.body, b"")
+        self.assertTrue(error.response.truncated)
+        self.assertIn(server.url("/big"), str(error))
+        self.assertEqual(self.get(client, server.url("/next")).body, b"next")
+        self.assertEqual(server.connections, 2)
+
+    def test_bodies_over_the_limit_are_cut_at_the_limit(self):
+        limit = 100000
+        big = bytes(range(256)) * 1200  # 307200 bytes
+        server = self.raw({
+            "/close": _http_send_and_close(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + big),
+            "/close-held": _http_send_and_hold(b"HTTP/1.0 200 OK\r\n\r\n" + big),
+            "/chunked": _http_send_and_hold(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                            + _http_chunked(big, 10000)),
+        })
+        client = self.client(max_body_size=limit)
+        for target in ("/close", "/close-held", "/chunked"):
+            with self.subTest(target=target):
+                error = self.get_error(crawl.BodyTooLarge, client, server.url(target))
+                self.assertEqual(error.response.body, big[:limit])
+                self.assertTrue(error.response.truncated)
+        self.assertEqual(len(client.pool), 0)
+
+    def test_bodies_at_the_limit_are_complete(self):
+        limit = 100000
+        body = b"x" * limit
+        server = self.raw({
+            "/length": http_response(body),
+            "/close": _http_send_and_close(b"HTTP/1.0 200 OK\r\n\r\n" + body),
+            "/chunked": http_response(b"", headers=[("Transfer-Encoding", "chunked")], length=False)
+                        + _http_chunked(body, 30000),
+            "/gzip": http_response(gzip.compress(body), headers=[("Content-Encoding", "gzip")]),
+        })
+        client = self.client(max_body_size=limit)
+        for target in ("/length", "/close", "/chunked", "/gzip"):
+            with self.subTest(target=target):
+                response = self.get(client, server.url(target))
+                self.assertEqual(response.body, body)
+                self.assertFalse(response.truncated)
+
+
+# Byte-at-a-time ------------------------------------------------------------------
+
+
+class HTTPSlowWriterTest(HTTPLayerTestCase):
+
+    def test_one_byte_at_a_time_parses_the_same(self):
+        html = _http_html("/slow")
+        gz = gzip.compress(html)
+        responses = {
+            "plain": b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nSet-Cookie: a=1\r\n"
+                     b"X-Folded: one\r\n two\r\nset-cookie: b=2\r\nContent-Length: %d\r\n\r\n" % len(html) + html,
+            "chunked-gzip": b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: gzip\r\n"
+                            b"Transfer-Encoding: chunked\r\n\r\n" + _http_chunked(gz, 13, b"X-T: 1\r\n"),
+            "raw-deflate": http_response(_http_raw_deflate(html), headers=[("Content-Encoding", "deflate")]),
+            "zlib": http_response(zlib.compress(html), headers=[("Content-Encoding", "deflate")]),
+            "bare-lf": b"HTTP/1.1 200 OK\nContent-Type: text/html\nContent-Length: %d\n\n" % len(html) + html,
+            "interim": b"HTTP/1.1 100 Continue\r\n\r\n" + http_response(html),
+            "chunk-ext": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         b"5;ext=1\r\nhello\r\n6 \r\n world\r\nA\r\n0123456789\r\n0\r\n\r\n",
+        }
+        table = {}
+        for name, data in responses.items():
+            table["/fast-" + name] = data
+            table["/slow-" + name] = _http_send_slowly(data, delay=0.0001)
+        server = self.raw(table)
+        client = self.client()
+        for name, data in responses.items():
+            with self.subTest(name=name):
+                fast, slow = self.get_many(client, [server.url("/fast-" + name), server.url("/slow-" + name)])
+                self.assertEqual((slow.status, slow.reason, slow.http_version, slow.headers.items(), slow.body),
+                                 (fast.status, fast.reason, fast.http_version, fast.headers.items(), fast.body))
+                self.assertEqual(slow.wire_bytes, len(data))
+                self.assertEqual(fast.wire_bytes, len(data))
+                expected = b"hello world0123456789" if name == "chunk-ext" else html
+                self.assertEqual(slow.body, expected)
+        self.assertEqual(server.connections, 1)
+
+
+# Persistent connections ------------------------------------------------------------
+
+
+class HTTPPersistentConnectionTest(HTTPLayerTestCase):
+
+    def test_100_fetches_one_connection(self):
+        page = html_page("/a")
+        site = self.site({"/": page})
+        client = self.client()
+        responses = self.get_many(client, [site.url("/")] * 100)
+        self.assertEqual(len(responses), 100)
+        for response in responses:
+            self.assertEqual((response.status, response.body), (200, page.body))
+        self.assertEqual(site.connections, 1)
+        self.assertEqual(client.connections_opened, 1)
+        self.assertEqual(len(site.requests), 100)
+        self.assertEqual({r["connection"] for r in site.requests}, {1})
+
+    def test_connection_close_and_http10_are_not_reused(self):
+        server = self.raw({
+            "/close": http_response("closing", headers=[("Connection", "close")]),
+            "/close-upper": http_response("closing", headers=[("connection", "Keep-Alive, CLOSE")]),
+            "/old": http_response("old", version="HTTP/1.0"),
+            "/old-ka": http_response("old but alive", version="HTTP/1.0", headers=[("Connection", "keep-alive")]),
+            "/next": http_response("next"),
+        })
+        client = self.client()
+        for target, reused in (("/close", False), ("/close-upper", False), ("/old", False),
+                               ("/old-ka", True)):
+            with self.subTest(target=target):
+                before = server.connections
+                self.get(client, server.url(target))
+                self.assertEqual(len(client.pool), 1 if reused else 0)
+                self.assertEqual(self.get(client, server.url("/next")).body, b"next")
+                self.assertEqual(server.connections, before + 1 if reused else before + 2)
+                client.close()
+
+    def test_http10_server(self):
+        site = self.site({"/": html_page("/a")}, protocol="HTTP/1.0")
+        client = self.client()
+        responses = self.get_many(client, [site.url("/")] * 3)
+        self.assertEqual([r.status for r in responses], [200, 200, 200])
+        self.assertEqual(site.connections, 3)
+
+    def test_pool_cap_zero_opens_a_connection_per_fetch(self):
+        site = self.site({"/": html_page("/a")})
+        client = self.client(max_idle_per_origin=0)
+        self.get_many(client, [site.url("/")] * 3)
+        self.assertEqual(site.connections, 3)
+        self.assertEqual(len(client.pool), 0)
+
+    def test_pool_caps_with_concurrent_fetches(self):
+        def slow(handler):
+            time.sleep(0.1)
+            return html_page("/a")
+
+        site = self.site({"/": slow})
+        other = self.site({"/": slow})
+        client = self.client(max_idle_per_origin=2, max_idle=3)
+
+        def go():
+            return (yield from crawl.gather(*[client.fetch(site.url("/")) for _ in range(4)],
+                                            *[client.fetch(other.url("/")) for _ in range(2)]))
+
+        responses = self.run_co(go())
+        self.assertEqual([r.status for r in responses], [200] * 6)
+        self.assertEqual(site.connections, 4)
+        self.assertEqual(client.connections_opened, 6)
+        self.assertEqual(len(client.pool), 3)
+
+    def test_c10_keep_alive_promised_then_fin(self):
+        root = _http_html("/a").replace(b"</body>", b'<a href="/b">b</a></body>')
+        table = {"/": http_response(root, headers=[("Connection", "keep-alive")]),
+                 "/a": http_response("page a", headers=[("Connection", "keep-alive")]),
+                 "/b": http_response("page b", headers=[("Connection", "keep-alive")])}
+        server = self.raw(table, close_after=True)
+        client = self.client()
+        responses = self.get_many(client, [server.url("/"), server.url("/a"), server.url("/b")])
+        self.assertEqual([r.status for r in responses], [200, 200, 200])
+        self.assertEqual([r.body for r in responses], [root, b"page a", b"page b"])
+        self.assertEqual(server.targets, ["/", "/a", "/b"])
+        self.assertEqual(server.connections, 3)
+
+    def test_c10_keep_alive_promised_then_rst(self):
+        def reset_after(body):
+            def answer(conn, request):
+                conn.send(http_response(body, headers=[("Connection", "keep-alive")]))
+                time.sleep(0.02)  # let the response leave before the RST
+                conn.reset()
+                return "closed"
+            return answer
+
+        server = self.raw({"/": reset_after("root"), "/a": reset_after("page a"), "/b": reset_after("page b")})
+        client = self.client()
+        responses = self.get_many(client, [server.url("/"), server.url("/a"), server.url("/b")])
+        self.assertEqual([(r.status, r.body) for r in responses],
+                         [(200, b"root"), (200, b"page a"), (200, b"page b")])
+        self.assertEqual(server.connections, 3)
+
+    def _stale_server(self, first_action, later_action=None):
+        """Connection 1 answers its first request, then meets the second with
+        first_action ("fin", "rst" or "partial"); later connections answer
+        every request, or meet it with later_action. Returns (server, log of
+        (connection number, target))."""
+        log = []
+
+        def act(conn, action):
+            if action == "fin":
+                conn.close()
+            elif action == "rst":
+                conn.reset()
+            else:
+                conn.send(b"HTTP/1.1 200 OK\r\nContent-Le")
+                conn.close()
+
+        def script(conn):
+            count = 0
+            while True:
+                request = conn.read_request()
+                if request is None:
+                    return
+                count += 1
+                log.append((conn.number, conn.target(request)))
+                if conn.number == 1 and count == 2:
+                    return act(conn, first_action)
+                if conn.number > 1 and later_action:
+                    return act(conn, later_action)
+                conn.send(http_response(f"body of {conn.target(request)}"))
+
+        return self.scripted(script), log
+
+    def test_stale_connection_retried_once_fin(self):
+        server, log = self._stale_server("fin")
+        client = self.client()
+        first, second = self.get_many(client, [server.url("/1"), server.url("/2")])
+        self.assertEqual((first.body, second.body), (b"body of /1", b"body of /2"))
+        self.assertEqual(log, [(1, "/1"), (1, "/2"), (2, "/2")])
+        self.assertEqual(server.connections, 2)
+        self.assertEqual(client.connections_opened, 2)
+        third = self.get(client, server.url("/3"))  # the new connection is pooled
+        self.assertEqual(third.body, b"body of /3")
+        self.assertEqual(server.connections, 2)
+
+    def test_stale_connection_retried_once_rst(self):
+        server, log = self._stale_server("rst")
+        client = self.client()
+        first, second = self.get_many(client, [server.url("/1"), server.url("/2")])
+        self.assertEqual((first.body, second.body), (b"body of /1", b"body of /2"))
+        self.assertEqual(log, [(1, "/1"), (1, "/2"), (2, "/2")])
+        self.assertEqual(server.connections, 2)
+
+    def test_stale_connection_retried_only_once(self):
+        # A close before any byte is reported like a reset (as http.client's
+        # RemoteDisconnected), whether the server sent a FIN or an RST.
+        for later, error_type in (("fin", ConnectionResetError), ("rst", ConnectionResetError)):
+            with self.subTest(later=later):
+                server, log = self._stale_server("fin", later_action=later)
+                client = self.client()
+                self.assertEqual(self.get(client, server.url("/1")).body, b"body of /1")
+                self.get_error(error_type, client, server.url("/2"))
+                self.assertEqual(log, [(1, "/1"), (1, "/2"), (2, "/2")])
+                self.assertEqual(server.connections, 2)
+                self.assertEqual(client.connections_opened, 2)
+
+    def test_reused_connection_failing_after_response_bytes_is_not_retried(self):
+        server, log = self._stale_server("partial")
+        client = self.client()
+        self.assertEqual(self.get(client, server.url("/1")).body, b"body of /1")
+        self.get_error(crawl.ProtocolError, client, server.url("/2"))
+        self.assertEqual(log, [(1, "/1"), (1, "/2")])
+        self.assertEqual(server.connections, 1)
+
+    def test_connection_pool_unit(self):
+        def stream():
+            ours, theirs = socket.socketpair()
+            ours.setblocking(False)
+            self.addCleanup(theirs.close)
+            self.addCleanup(ours.close)
+            return crawl.Stream(ours), theirs
+
+        pool = crawl.ConnectionPool(max_per_origin=2, max_total=3)
+        a, b = ("http", "a.test", 80), ("http", "b.test", 80)
+        a1, a2, a3 = (stream()[0] for _ in range(3))
+        pool.put(a, a1)
+        pool.put(a, a2)
+        pool.put(a, a3)  # per-origin cap: a1, the oldest, is closed
+        self.assertEqual(len(pool), 2)
+        self.assertTrue(a1.closed)
+        b1, b2 = stream()[0], stream()[0]
+        pool.put(b, b1)
+        pool.put(b, b2)  # total cap: a2, the oldest idle, is closed
+        self.assertEqual(len(pool), 3)
+        self.assertTrue(a2.closed)
+        self.assertIs(pool.get(a), a3)
+        self.assertIsNone(pool.get(a))
+        self.assertIs(pool.get(b), b2)  # most recently used first
+        self.assertEqual(len(pool), 1)
+        # A connection the server closed, or with bytes waiting, is not reused.
+        dead, dead_peer = stream()
+        chatty, chatty_peer = stream()
+        pool.put(a, dead)
+        pool.put(b, chatty)
+        dead_peer.close()
+        chatty_peer.sendall(b"HTTP/1.1 200 OK\r\n")
+        self.assertIsNone(pool.get(a))
+        self.assertTrue(dead.closed)
+        self.assertIs(pool.get(b), b1)
+        self.assertTrue(chatty.closed)
+        pool.put(a, a3)
+        pool.put(b, b1)
+        pool.close()
+        self.assertEqual(len(pool), 0)
+        self.assertTrue(a3.closed and b1.closed)
+
+
+# Deadlines -----------------------------------------------------------------------
+
+
+class HTTPTimeoutTest(HTTPLayerTestCase):
+
+    def test_total_deadline_against_a_trickling_server(self):
+        def trickle(conn, request):
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn.send(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n")
+            while True:
+                conn.send(b"x")
+                time.sleep(0.1)
+
+        server = self.raw({"/": trickle})
+        client = self.client(timeout=1.0, read_timeout=30)
+        url = server.url("/")
+        started = time.monotonic()
+        error = self.get_error(TimeoutError, client, url)
+        elapsed = time.monotonic() - started
+        self.assertIs(type(error), TimeoutError)
+        self.assertGreaterEqual(elapsed, 0.9)
+        self.assertLess(elapsed, 2.0)
+        self.assertIn(url, str(error))
+        self.assertEqual(len(client.pool), 0)
+
+    def test_read_timeout_against_a_silent_server(self):
+        server = self.raw({"/": _http_send_and_hold(b"")})
+        client = self.client(read_timeout=0.3, timeout=None)
+        url = server.url("/")
+        # run_timeout 5: only the client's own read timeout can end this in
+        # time (its message names the URL; run_co's would not).
+        error = self.get_error(TimeoutError, client, url, run_timeout=5)
+        self.assertIn(url, str(error))
+
+    def test_read_timeout_mid_body(self):
+        server = self.raw({"/": _http_send_and_hold(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")})
+        client = self.client(read_timeout=0.3, timeout=None)
+        error = self.get_error(TimeoutError, client, server.url("/"), run_timeout=5)
+        self.assertIn(server.url("/"), str(error))
+
+    def test_connect_timeout(self):
+        # A listener whose accept queue is full drops further SYNs, so a
+        # connect hangs; skip where that does not happen.
+        listener = socket.socket()
+        self.addCleanup(listener.close)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        address = listener.getsockname()
+        for _ in range(4):
+            filler = socket.socket()
+            self.addCleanup(filler.close)
+            filler.setblocking(False)
+            filler.connect_ex(address)
+        probe = socket.socket()
+        probe.settimeout(0.2)
+        try:
+            probe.connect(address)
+            self.skipTest("the full accept queue does not hold off connects here")
+        except socket.timeout:
+            pass
+        finally:
+            probe.close()
+        client = self.client(connect_timeout=0.3, timeout=None)
+        url = f"http://127.0.0.1:{address[1]}/"
+        error = self.get_error(TimeoutError, client, url, run_timeout=5)
+        self.assertIn(url, str(error))
+
+
+# TLS -------------------------------------------------------------------------------
+
+
+class HTTPTLSTest(HTTPLayerTestCase):
+
+    def test_tls_with_the_test_certificate(self):
+        page = html_page("/secure")
+        site = self.site({"/": page}, tls=True)
+        client = self.client(cafile=CERT_FILE)
+        responses = self.get_many(client, [site.url("/")] * 3)
+        self.assertTrue(site.url("/").startswith("https://"))
+        for response in responses:
+            self.assertEqual((response.status, response.body), (200, page.body))
+        self.assertEqual(site.connections, 1)
+
+    def test_tls_raw_server(self):
+        server = self.raw({"/": http_response("over tls", headers=[("Content-Type", "text/plain")]),
+                           "/chunked": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                       + _http_chunked(b"chunked over tls", 5)}, tls=True)
+        client = self.client(cafile=CERT_FILE)
+        first, second = self.get_many(client, [server.url("/"), server.url("/chunked")])
+        self.assertEqual(first.body, b"over tls")
+        self.assertEqual(second.body, b"chunked over tls")
+        self.assertEqual(server.connections, 1)
+
+    def test_default_client_rejects_the_test_certificate(self):
+        site = self.site({"/": html_page()}, tls=True)
+        self.get_error(ssl.SSLCertVerificationError, self.client(), site.url("/"))
+
+    def test_verify_false_works_and_warns(self):
+        site = self.site({"/": html_page("/x")}, tls=True)
+        with self.assertLogs("crawl", "WARNING") as logs:
+            client = self.client(verify=False)
+        self.assertTrue(any("verif" in message.lower() for message in logs.output), logs.output)
+        response = self.get(client, site.url("/"))
+        self.assertEqual((response.status, response.body), (200, html_page("/x").body))
+
+
+# Network errors ----------------------------------------------------------------------
+
+
+class HTTPNetworkErrorTest(HTTPLayerTestCase):
+
+    def test_refused_port(self):
+        port = _http_free_port()
+        error = self.get_error(ConnectionRefusedError, self.client(), f"http://127.0.0.1:{port}/")
+        self.assertIn(str(port), str(error))
+
+    def test_unresolvable_host(self):
+        error = self.get_error(socket.gaierror, self.client(), "http://nonexistent.invalid/")
+        self.assertIn("nonexistent.invalid", str(error))
+
+
+# Requests as the server sees them ------------------------------------------------------
+
+
+class HTTPRequestTest(HTTPLayerTestCase):
+
+    def recorder(self):
+        """A RawServer answering 200 to everything; returns (server, list of
+        raw request heads)."""
+        requests = []
+
+        def script(conn):
+            while True:
+                request = conn.read_request()
+                if request is None:
+                    return
+                requests.append(request)
+                conn.send(http_response("ok"))
+
+        return self.scripted(script), requests
+
+    def test_request_fields(self):
+        server, requests = self.recorder()
+        client = self.client()
+        self.get(client, server.url("/path?q=1"))
+        self.get(client, server.url("/"), "HEAD")
+        self.get(client, server.url("/x"), headers={"X-Test": "yes"})
+        self.assertEqual(len(requests), 3)
+        for raw in requests:
+            self.assertTrue(raw.endswith(b"\r\n\r\n"))
+            self.assertEqual(raw.count(b"\r\n\r\n"), 1)
+        line, fields = _http_parse_request(requests[0])
+        self.assertEqual(line, "GET /path?q=1 HTTP/1.1")
+        names = [name.lower() for name, _ in fields]
+        self.assertEqual(names.count("host"), 1)
+        self.assertEqual(names[0], "host")
+        values = {name.lower(): value for name, value in fields}
+        self.assertEqual(values["host"], f"127.0.0.1:{server.port}")
+        self.assertTrue(values["user-agent"].startswith("crawl.py/"), values["user-agent"])
+        self.assertEqual(values["user-agent"], crawl.DEFAULT_USER_AGENT)
+        self.assertEqual(values["accept-encoding"], "gzip, deflate")
+        self.assertIn("accept", values)
+        self.assertEqual(_http_parse_request(requests[1])[0], "HEAD / HTTP/1.1")
+        line, fields = _http_parse_request(requests[2])
+        self.assertEqual(line, "GET /x HTTP/1.1")
+        self.assertIn(("X-Test", "yes"), fields)
+
+    def test_custom_user_agent(self):
+        server, requests = self.recorder()
+        client = self.client(user_agent="TestBot/2.0 (+http://example.test/bot)")
+        self.get(client, server.url("/"))
+        values = dict(_http_parse_request(requests[0])[1])
+        self.assertEqual(values["User-Agent"], "TestBot/2.0 (+http://example.test/bot)")
+
+    def test_request_targets_percent_encoded(self):
+        site = self.site({})
+        client = self.client()
+        urls = ["/café/ü?q=ä", "/a%20b", "/100%", "/50%zz", "/a b?c d", "/page#frag", "",
+                "/%7euser", "/ü%C3%BC", "/x?a=1&b=/y?z"]
+        expected = ["/caf%C3%A9/%C3%BC?q=%C3%A4", "/a%20b", "/100%25", "/50%25zz", "/a%20b?c%20d", "/page", "/",
+                    "/%7euser", "/%C3%BC%C3%BC", "/x?a=1&b=/y?z"]
+        responses = self.get_many(client, [site.url(u) for u in urls])
+        self.assertEqual([r.status for r in responses], [404] * len(urls))
+        self.assertEqual(site.targets(), expected)
+        self.assertEqual(site.connections, 1)
+
+    def test_request_target_unit(self):
+        cases = [
+            (("/café/ü", "q=ä"), "/caf%C3%A9/%C3%BC?q=%C3%A4"),
+            (("/a%20b", ""), "/a%20b"),
+            (("/100%", ""), "/100%25"),
+            (("/50%zz", "x=%"), "/50%25zz?x=%25"),
+            (("/a b", "c d"), "/a%20b?c%20d"),
+            (("", ""), "/"),
+            (("", "q=1"), "/?q=1"),
+            (('/a"b<c>', ""), "/a%22b%3Cc%3E"),
+            (("/a:b@c!$&'()*+,;=-._~", ""), "/a:b@c!$&'()*+,;=-._~"),
+            (("/%e2%82%ac", ""), "/%e2%82%ac"),
+            (("/€", ""), "/%E2%82%AC"),
+        ]
+        for args, expected in cases:
+            with self.subTest(args=args):
+                self.assertEqual(crawl.request_target(*args), expected)
+
+    def test_split_url_and_host_field(self):
+        self.assertEqual(crawl.split_url("http://Example.TEST/a b?x=ü#frag"),
+                         ("http", "example.test", 80, "/a%20b?x=%C3%BC"))
+        self.assertEqual(crawl.split_url("https://example.test"), ("https", "example.test", 443, "/"))
+        self.assertEqual(crawl.split_url("HTTP://example.test:8080"), ("http", "example.test", 8080, "/"))
+        self.assertEqual(crawl.split_url("http://[::1]:8080/p"), ("http", "::1", 8080, "/p"))
+        self.assertEqual(crawl.split_url("http://alice:s3cr3t@example.test:81/p"), ("http", "example.test", 81, "/p"))
+        self.assertEqual(crawl.split_url("http://bücher.example/"), ("http", "xn--bcher-kva.example", 80, "/"))
+        for url in ("ftp://example.test/f", "http:///path", "http://", "mailto:a@example.test",
+                    "http://example.test:99999/", "http://example.test:abc/", "//example.test/",
+                    "example.test/path", "file:///etc/passwd", "javascript:alert(1)"):
+            with self.subTest(url=url):
+                with self.assertRaises(ValueError):
+                    crawl.split_url(url)
+        self.assertEqual(crawl.host_field("http", "example.test", 80), "example.test")
+        self.assertEqual(crawl.host_field("https", "example.test", 443), "example.test")
+        self.assertEqual(crawl.host_field("http", "example.test", 443), "example.test:443")
+        self.assertEqual(crawl.host_field("https", "example.test", 80), "example.test:80")
+        self.assertEqual(crawl.host_field("http", "::1", 8080), "[::1]:8080")
+        self.assertEqual(crawl.host_field("https", "::1", 443), "[::1]")
+
+    def test_fetch_rejects_bad_urls(self):
+        client = self.client()
+        for url in ("ftp://example.test/f", "http:///nohost"):
+            with self.subTest(url=url):
+                self.get_error(ValueError, client, url)
+
+    def test_ipv6_host_field(self):
+        if not has_ipv6_loopback():
+            self.skipTest("no IPv6 loopback")
+        site = self.site({"/": html_page("/next")}, host="::1")
+        response = self.get(self.client(), f"http://[::1]:{site.port}/")
+        self.assertEqual(response.status, 200)
+        self.assertEqual(site.requests[0]["headers"]["Host"], f"[::1]:{site.port}")
+
+    def test_userinfo_never_sent(self):
+        server, requests = self.recorder()
+        response = self.get(self.client(), f"http://alice:s3cr3t@127.0.0.1:{server.port}/secret")
+        self.assertEqual(response.body, b"ok")
+        raw = requests[0]
+        self.assertNotIn(b"alice", raw)
+        self.assertNotIn(b"s3cr3t", raw)
+        self.assertNotIn(b"authorization", raw.lower())
+        self.assertEqual(dict(_http_parse_request(raw)[1])["Host"], f"127.0.0.1:{server.port}")
+        self.assertEqual(_http_parse_request(raw)[0], "GET /secret HTTP/1.1")
+
+    def test_no_request_splitting(self):
+        for agent in ("bot\r\nEvil: 1", "bot\nEvil: 1", "bot\rEvil: 1"):
+            with self.subTest(agent=agent):
+                with self.assertRaises(ValueError):
+                    crawl.Client(user_agent=agent)
+        server, requests = self.recorder()
+        client = self.client()
+        for headers in ({"X-A": "a\r\nEvil: 1"}, [("X-A", "a\nEvil: 1")], [("X-A", "a\rEvil: 1")]):
+            with self.subTest(headers=headers):
+                with self.assertRaises(ValueError):
+                    self.run_co(client.fetch(server.url("/"), "GET", headers))
+        # CR/LF in the URL never reach the request head.
+        self.get(client, server.url("/a\r\nEvil: 1"))
+        self.assertEqual(len(requests), 1)
+        self.assertNotIn(b"\r\nEvil", requests[0])
+
+    def test_no_request_splitting_in_field_names(self):
+        server, requests = self.recorder()
+        client = self.client()
+        for headers in ({"X-A\r\nEvil": "1"}, [("X-A\nEvil", "1")], [("Bad Name", "1")], [("", "1")]):
+            with self.subTest(headers=headers):
+                with self.assertRaises(ValueError):
+                    self.run_co(client.fetch(server.url("/"), "GET", headers))
+        for raw in requests:
+            self.assertNotIn(b"Evil", raw)
+
+
+# Response facts ---------------------------------------------------------------------
+
+
+class HTTPResponseFactsTest(HTTPLayerTestCase):
+
+    def test_content_type_and_charset(self):
+        cases = {
+            "/a": ('Text/HTML; Charset="UTF-8"', "text/html", "utf-8"),
+            "/b": ("application/json;charset=iso-8859-1", "application/json", "iso-8859-1"),
+            "/c": ("text/plain", "text/plain", None),
+            "/d": (None, "", None),
+            "/e": ("text/html; boundary=x; charset='Shift_JIS'", "text/html", "shift_jis"),
+        }
+        server = self.raw({target: http_response("x", headers=[("Content-Type", ct)] if ct else [])
+                           for target, (ct, _, _) in cases.items()})
+        client = self.client()
+        for target, (_, content_type, charset) in cases.items():
+            with self.subTest(target=target):
+                response = self.get(client, server.url(target))
+                self.assertEqual(response.content_type, content_type)
+                self.assertEqual(response.charset, charset)
+
+    def test_wire_bytes_and_response_fields(self):
+        data = {
+            "/length": http_response("exact", headers=[("X-A", "1")]),
+            "/chunked": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                        + _http_chunked(b"abcdefghij" * 10, 9, b"X-T: 1\r\n"),
+            "/gzip": http_response(gzip.compress(b"z" * 5000), headers=[("Content-Encoding", "gzip")]),
+            "/empty": b"HTTP/1.1 204 No Content\r\n\r\n",
+        }
+        server = self.raw(dict(data, **{"/close": _http_send_and_close(b"HTTP/1.0 200 OK\r\n\r\nuntil close")}))
+        client = self.client()
+        for target, sent in list(data.items()) + [("/close", b"HTTP/1.0 200 OK\r\n\r\nuntil close")]:
+            with self.subTest(target=target):
+                url = server.url(target)
+                response = self.get(client, url)
+                self.assertEqual(response.wire_bytes, len(sent))
+                self.assertEqual(response.url, url)
+                self.assertFalse(response.truncated)
+                self.assertGreaterEqual(response.elapsed, 0.0)
+        self.assertEqual(server.connections, 1)
+
+
+# Sockets closed -----------------------------------------------------------------------
+
+
+class HTTPSocketsClosedTest(HTTPLayerTestCase):
+
+    def test_no_fd_left_after_fetches_and_errors(self):
+        before = open_fds()
+        site = SiteServer({"/": html_page("/a")})
+        tls_site = SiteServer({"/": html_page("/b")}, tls=True)
+        server = RawServer.responses({
+            "/ok": http_response("ok"),
+            "/truncated": _http_send_and_close(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc"),
+            "/protocol": _http_send_and_hold(b"ICY 200 OK\r\n\r\n"),
+            "/silent": _http_send_and_hold(b""),
+            "/too-large": _http_send_and_hold(b"HTTP/1.1 200 OK\r\nContent-Length: 99999999\r\n\r\n"),
+            "/gzip-bad": _http_send_and_hold(http_response(b"nope", headers=[("Content-Encoding", "gzip")])),
+        })
+        try:
+            client = crawl.Client(read_timeout=0.3, max_body_size=1 << 20, cafile=CERT_FILE)
+            try:
+                for _ in range(3):
+                    self.run_co(client.fetch(site.url("/")))
+                    self.run_co(client.fetch(server.url("/ok")))
+                    self.run_co(client.fetch(tls_site.url("/")))
+                for target, error_type in (("/truncated", crawl.TruncatedBody),
+                                           ("/protocol", crawl.ProtocolError),
+                                           ("/silent", TimeoutError),
+                                           ("/too-large", crawl.BodyTooLarge),
+                                           ("/gzip-bad", crawl.ContentDecodingError)):
+                    with self.assertRaises(error_type):
+                        self.run_co(client.fetch(server.url(target)))
+                    self.run_co(crawl.sleep(0))
+                with self.assertRaises(ConnectionRefusedError):
+                    self.run_co(client.fetch(f"http://127.0.0.1:{_http_free_port()}/"))
+                with self.assertRaises(ssl.SSLCertVerificationError):
+                    self.run_co(crawl.Client().fetch(tls_site.url("/")))
+                self.run_co(crawl.sleep(0))
+            finally:
+                client.close()
+            with self.assertRaises(TimeoutError):  # total deadline, pooled connection in use
+                self.run_co(crawl.fetch(server.url("/silent"), timeout=0.3))
+            self.assertEqual(self.run_co(crawl.fetch(site.url("/"))).status, 200)
+        finally:
+            site.close()
+            tls_site.close()
+            server.close()
+        self.assertEqual(self.wait_for_fds(before), before)
+
+    def test_close_closes_idle_connections(self):
+        site = self.site({"/": html_page("/a")})
+        other = self.site({"/": html_page("/b")})
+        before = open_fds()
+        client = crawl.Client()
+        self.run_co(client.fetch(site.url("/")))
+        self.run_co(client.fetch(other.url("/")))
+        self.assertEqual(len(client.pool), 2)
+        client.close()
+        self.assertEqual(len(client.pool), 0)
+        self.assertEqual(self.wait_for_fds(before), before)
+
+
+# ---------------------------------------------------------------------------
+# Helpers for the crawler and command-line tests (issue 4)
+# ---------------------------------------------------------------------------
+
+
+class CrawlerCatchAllRoutes(dict):
+    """SiteServer routes that answer every target not listed with page
+    (except /robots.txt, which stays a 404): for sites whose every path
+    serves the same links (C18)."""
+
+    def __init__(self, page, routes=None):
+        super().__init__(routes or {})
+        self.page = page
+
+    def get(self, key, default=None):
+        if key in self:
+            return self[key]
+        if key.split("?")[0] == "/robots.txt":
+            return default
+        return self.page
+
+
+def crawler_slow_route(delay, page):
+    """A SiteServer route that waits delay seconds, then writes page itself;
+    a client that went away meanwhile is not an error."""
+
+    def route(handler):
+        time.sleep(delay)
+        try:
+            handler.send_response(page.status)
+            for name, value in page.headers:
+                handler.send_header(name, value)
+            handler.send_header("Content-Length", str(len(page.body)))
+            handler.end_headers()
+            handler.wfile.write(page.body)
+            handler.wfile.flush()
+        except OSError:
+            handler.close_connection = True
+        return None
+
+    return route
+
+
+def crawler_sequence_route(*pages):
+    """A route that answers with each of pages in turn, then the last one
+    for ever."""
+    answers = list(pages)
+    lock = threading.Lock()
+
+    def route(handler):
+        with lock:
+            return answers.pop(0) if len(answers) > 1 else answers[0]
+
+    return route
+
+
+def crawler_site_server(routes=None, **options):
+    """A SiteServer whose handler sets TCP_NODELAY: http.server writes the
+    head and the body separately, and without it every response on a
+    kept-alive connection waits ~40 ms for the client's delayed ACK."""
+    site = SiteServer(routes, **options)
+    site.server.RequestHandlerClass.disable_nagle_algorithm = True
+    return site
+
+
+def crawler_robots(text, status=200):
+    return Page(text, status=status, content_type="text/plain")
+
+
+def crawler_free_port():
+    """A TCP port on 127.0.0.1 where nothing listens (connection refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class CrawlerFakeClient:
+    """A stand-in for crawl.Client serving canned Pages from a dict keyed by
+    absolute URL, with no network: for scope tests on example.test names.
+    A value that is an exception instance is raised by fetch()."""
+
+    verify = True
+
+    def __init__(self, pages):
+        self.pages = dict(pages)
+        self.fetched = []
+        self.closed = False
+
+    def fetch(self, url, method="GET", headers=None):
+        self.fetched.append(url)
+        yield from crawl.sleep(0)
+        page = self.pages.get(url)
+        if isinstance(page, BaseException):
+            raise page
+        if page is None:
+            page = Page("not found", status=404, content_type="text/plain")
+        fields = crawl.Fields(page.headers + [("Content-Length", str(len(page.body)))])
+        return crawl.Response(url, page.status, http.HTTPStatus(page.status).phrase,
+                              "HTTP/1.1", fields, page.body)
+
+    def close(self):
+        self.closed = True
+
+
+def crawler_ssl_error():
+    """An ssl.SSLError with the attributes the ssl module always sets."""
+    error = ssl.SSLError(1, "[SSL: WRONG_VERSION_NUMBER] wrong version number")
+    error.reason, error.library = "WRONG_VERSION_NUMBER", "SSL"
+    return error
+
+
+def crawler_cli(*args, timeout=30):
+    """Run crawl.py's command line in a subprocess; CompletedProcess."""
+    return subprocess.run([sys.executable, os.path.join(HERE, "crawl.py")] + list(args),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=timeout)
+
+
+def crawler_read_jsonl(path):
+    with open(path, "rb") as file:
+        data = file.read()
+    text = data.decode("utf-8")
+    if text:
+        assert text.endswith("\n"), "the last JSON line is not whole"
+    return [json.loads(line) for line in text.splitlines()]
+
+
+class CrawlerTestCase(LoopTestCase):
+    """LoopTestCase plus a helper that runs a Crawler on the test's loop."""
+
+    def crawl_site(self, roots, run_timeout=20, **options):
+        options.setdefault("backoff", 0.01)
+        crawler = crawl.Crawler(roots, **options)
+        records = self.run_co(crawler.crawl(), run_timeout)
+        self.assertIs(records, crawler.records)
+        return crawler, records
+
+    def server(self, routes=None, **options):
+        site = crawler_site_server(routes, **options)
+        self.addCleanup(site.close)
+        return site
+
+    def raw_server(self, table, **options):
+        server = RawServer.responses(table, **options)
+        self.addCleanup(server.close)
+        return server
+
+    def assertRecord(self, record, **expected):
+        got = {name: getattr(record, name) for name in expected}
+        self.assertEqual(got, expected, record)
+
+
+# ---------------------------------------------------------------------------
+# URL normalization (C18, C25) and link extraction (C19, C21)
+# ---------------------------------------------------------------------------
+
+
+class URLNormalizeTest(unittest.TestCase):
+
+    def test_default_ports_dropped_only_for_their_scheme(self):  # C25
+        n = crawl.normalize_url
+        self.assertEqual(n("http://example.test:80/p"), "http://example.test/p")
+        self.assertEqual(n("http://example.test/p"), "http://example.test/p")
+        self.assertEqual(n("https://example.test:443/"), "https://example.test/")
+        self.assertEqual(n("https://example.test:80/"), "https://example.test:80/")
+        self.assertEqual(n("http://example.test:443/"), "http://example.test:443/")
+        self.assertEqual(n("http://example.test:8080"), "http://example.test:8080/")
+
+    def test_case_empty_path_and_fragment(self):
+        n = crawl.normalize_url
+        self.assertEqual(n("HTTP://EXAMPLE.Test"), "http://example.test/")
+        self.assertEqual(n("hTTpS://Example.TEST/A/B"), "https://example.test/A/B")
+        self.assertEqual(n("http://example.test/p#frag"), "http://example.test/p")
+        self.assertEqual(n("http://example.test/p?#"), "http://example.test/p")
+        self.assertEqual(n("http://example.test/p?q=1#x"), "http://example.test/p?q=1")
+
+    def test_percent_encoding(self):  # C25
+        n = crawl.normalize_url
+        base = "http://example.test/"
+        self.assertEqual(n("/a b", base), "http://example.test/a%20b")
+        self.assertEqual(n("/a%20b", base), "http://example.test/a%20b")
+        self.assertEqual(n("/%7Euser", base), "http://example.test/~user")
+        self.assertEqual(n("/%7euser", base), "http://example.test/~user")
+        self.assertEqual(n("/x%3d%3d", base), "http://example.test/x%3D%3D")
+        self.assertEqual(n("/x%3D%3D", base), "http://example.test/x%3D%3D")
+        self.assertEqual(n("/a%2Fb", base), "http://example.test/a%2Fb")
+        self.assertEqual(n("/a%2fb", base), "http://example.test/a%2Fb")
+        self.assertEqual(n("/%41%62c", base), "http://example.test/Abc")
+        self.assertEqual(n("/ü?ä=ö", base), "http://example.test/%C3%BC?%C3%A4=%C3%B6")
+        self.assertEqual(n("/%zz", base), "http://example.test/%25zz")
+        self.assertEqual(n("/100%", base), "http://example.test/100%25")
+        self.assertEqual(n("/q?a=%7e&b=%2f", base), "http://example.test/q?a=~&b=%2F")
+
+    def test_never_double_encodes(self):  # C25
+        n = crawl.normalize_url
+        for link in ("/a%20b", "/x%3d", "/%C3%BC", "/a b%20c"):
+            self.assertNotIn("%25", n(link, "http://example.test/"), link)
+
+    def test_dot_segments(self):  # C25
+        n = crawl.normalize_url
+        base = "http://example.test/x/y"
+        self.assertEqual(n("/d/./e/../f", base), "http://example.test/d/f")
+        self.assertEqual(n("../../../g", base), "http://example.test/g")
+        self.assertEqual(n("./", base), "http://example.test/x/")
+        self.assertEqual(n("http://example.test/a/b/..", None), "http://example.test/a/")
+        self.assertEqual(n("http://example.test/a/./b/.", None), "http://example.test/a/b/")
+        self.assertEqual(n("http://example.test/../a", None), "http://example.test/a")
+
+    def test_whitespace_in_links(self):  # C18
+        n = crawl.normalize_url
+        base = "http://127.0.0.1:8000/x/y"
+        self.assertEqual(n("\n            /feeds/atom.xml\n          ", base),
+                         "http://127.0.0.1:8000/feeds/atom.xml")
+        self.assertEqual(n(" http://127.0.0.1:8000/other", base), "http://127.0.0.1:8000/other")
+        self.assertEqual(n("/pa\tge\n", base), "http://127.0.0.1:8000/page")
+        self.assertEqual(n("rel page", base), "http://127.0.0.1:8000/x/rel%20page")
+        self.assertEqual(n("\f/ff\r\n", base), "http://127.0.0.1:8000/ff")
+
+    def test_relative_resolution(self):
+        n = crawl.normalize_url
+        base = "http://example.test/a/b?q=1"
+        self.assertEqual(n("c", base), "http://example.test/a/c")
+        self.assertEqual(n("?r=2", base), "http://example.test/a/b?r=2")
+        self.assertEqual(n("//other.test/z", base), "http://other.test/z")
+        self.assertEqual(n("//other.test/z", "https://example.test/"), "https://other.test/z")
+        self.assertEqual(n("https://example.test/s", base), "https://example.test/s")
+
+    def test_idn_host(self):
+        n = crawl.normalize_url
+        self.assertEqual(n("http://bücher.example/"), "http://xn--bcher-kva.example/")
+        self.assertEqual(n("http://BÜCHER.example/x"), "http://xn--bcher-kva.example/x")
+        self.assertEqual(n("http://xn--bcher-kva.example/"), "http://xn--bcher-kva.example/")
+
+    def test_userinfo_dropped(self):
+        n = crawl.normalize_url
+        self.assertEqual(n("http://user:secret@Example.TEST:80/a"), "http://example.test/a")
+        self.assertEqual(n("https://user@example.test:8443/"), "https://example.test:8443/")
+
+    def test_ipv6_literal(self):
+        n = crawl.normalize_url
+        self.assertEqual(n("http://[::1]:8080/x"), "http://[::1]:8080/x")
+        self.assertEqual(n("http://[::1]:80/x"), "http://[::1]/x")
+        self.assertEqual(n("http://[::FFFF:1.2.3.4]/"), "http://[::ffff:1.2.3.4]/")
+
+    def test_invalid_urls_raise_value_error(self):
+        for url in ("http://example.test:99999/", "http://example.test:abc/",
+                    "http://example.test:-1/", "http://[::1/", "http:///nohost",
+                    "http://" + "ü" * 64 + ".example/"):
+            with self.subTest(url=url):
+                with self.assertRaises(ValueError):
+                    crawl.normalize_url(url)
+
+    def test_invalid_ip_literals_raise_value_error(self):
+        # An IP-literal is an IPv6 address (or IPvFuture) in brackets, and
+        # only ":port" may follow it (RFC 3986 §3.2.2); never a silently
+        # different host. urllib.parse checks the brackets only from 3.11.4.
+        for url in ("http://[zz]/", "http://[1.2.3.4]/", "http://[::1]x/", "http://[::1]8080/"):
+            with self.subTest(url=url):
+                with self.assertRaises(ValueError):
+                    crawl.normalize_url(url)
+
+    def test_links_not_followed_give_none(self):  # C21
+        base = "http://example.test/a/b"
+        for link in ("mailto:someone@example.test", "tel:0123456789", "javascript:void(0)",
+                     "JavaScript:alert(1)", "data:text/html,hi", "ftp://example.test/f",
+                     "#top", "", "   ", "\n#x", "MAILTO:x@y", "file:///etc/passwd"):
+            with self.subTest(link=link):
+                self.assertIsNone(crawl.normalize_url(link, base))
+                self.assertIsNone(crawl.normalize_url(link))
+
+    def test_relative_link_without_base_is_none(self):
+        self.assertIsNone(crawl.normalize_url("/a"))
+
+    def test_idempotent(self):
+        base = "http://127.0.0.1:8000/x/y"
+        links = ["/a b", "/a%20b", "/%7Euser", "/x%3d%3d", "HTTP://127.0.0.1:8000/n#frag",
+                 "/a%2fb", "/d/./e/../f", "http://bücher.example/ä?ö=ü", "https://e.test:443/",
+                 "https://e.test:80/", "/%zz", "/100%", "?q=a+b&c=%2B", "http://[::1]:80/",
+                 "/p;param?x=[1]", "/a'b(c)*!", "/~%7E", "rel page"]
+        for link in links:
+            with self.subTest(link=link):
+                once = crawl.normalize_url(link, base)
+                self.assertEqual(crawl.normalize_url(once), once)
+                self.assertEqual(crawl.normalize_url(once, base), once)
+
+    def test_resolve_location(self):  # C14
+        url = "http://127.0.0.1:8000/"
+        raw = b"//127.0.0.1:9000/?\xc5\xa0".decode("latin-1")
+        self.assertEqual(crawl.resolve_location(raw, url), "http://127.0.0.1:9000/?%C5%A0")
+        self.assertEqual(crawl.resolve_location(b"/caf\xc3\xa9".decode("latin-1"), url),
+                         "http://127.0.0.1:8000/caf%C3%A9")
+        self.assertEqual(crawl.resolve_location("next", "http://h.test/a/b"), "http://h.test/a/next")
+        self.assertEqual(crawl.resolve_location("https://h.test:443/x", url), "https://h.test/x")
+        self.assertIsNone(crawl.resolve_location("mailto:x@h.test", url))
+        with self.assertRaises(ValueError):
+            crawl.resolve_location("http://h.test:99999/", url)
+
+    def test_parse_root(self):
+        self.assertEqual(crawl.parse_root("xkcd.com"), "http://xkcd.com/")
+        self.assertEqual(crawl.parse_root("localhost:8000"), "http://localhost:8000/")
+        self.assertEqual(crawl.parse_root("localhost:8000/docs"), "http://localhost:8000/docs")
+        self.assertEqual(crawl.parse_root(" https://Example.TEST/docs "), "https://example.test/docs")
+        self.assertEqual(crawl.parse_root("http://host.test:80/path"), "http://host.test/path")
+        self.assertEqual(crawl.parse_root("[::1]:8000"), "http://[::1]:8000/")
+        for bad in ("ftp://example.test/", "mailto:a@example.test", "http://", "javascript:x"):
+            with self.subTest(root=bad):
+                with self.assertRaises(ValueError):
+                    crawl.parse_root(bad)
+
+
+class URLExtractLinksTest(unittest.TestCase):
+
+    def links(self, text, url="http://127.0.0.1:8000/"):
+        links, invalid = crawl.extract_links(text, url)
+        self.assertEqual(invalid, [])
+        return links
+
+    def test_relative_base_href(self):  # C19
+        self.assertEqual(self.links('<head><base href="/forum/"></head><a href="index.php/fa/89652/0/">',
+                                    "http://127.0.0.1:8000/forum/index.php/mv/msg/7627/216142/0/"),
+                         ["http://127.0.0.1:8000/forum/index.php/fa/89652/0/"])
+        self.assertEqual(self.links('<base href="myself.html"><a href="?param=value">',
+                                    "http://127.0.0.1:8000/myself.html"),
+                         ["http://127.0.0.1:8000/myself.html?param=value"])
+        self.assertEqual(self.links('<base href="/a/"><base href="/b/"><a href="c">',
+                                    "http://127.0.0.1:8000/two-bases.html"),
+                         ["http://127.0.0.1:8000/a/c"])
+
+    def test_base_without_href_does_not_count(self):
+        self.assertEqual(self.links('<base target="_top"><base href="/b/"><a href="c">',
+                                    "http://127.0.0.1:8000/x/y"),
+                         ["http://127.0.0.1:8000/b/c"])
+
+    def test_absolute_base_on_another_host(self):
+        self.assertEqual(self.links('<base href="http://other.test/d/"><a href="e">'),
+                         ["http://other.test/d/e"])
+
+    def test_elements_and_attributes(self):
+        text = ('<a href="/a">a</a><area href="/area"><frame src="/frame"><iframe src="/iframe">'
+                '<img src="/img.png"><link rel="stylesheet" href="/s.css"><script src="/j.js"></script>'
+                '<a name="anchor">no href</a><form action="/form"></form><frame href="/not-src">')
+        self.assertEqual(self.links(text), ["http://127.0.0.1:8000/a", "http://127.0.0.1:8000/area",
+                                            "http://127.0.0.1:8000/frame", "http://127.0.0.1:8000/iframe"])
+
+    def test_distinct_in_document_order(self):
+        text = '<a href="/b">1</a><a href="/a">2</a><a href="/b#x">3</a><a href="/a">4</a>'
+        self.assertEqual(self.links(text), ["http://127.0.0.1:8000/b", "http://127.0.0.1:8000/a"])
+
+    def test_first_of_repeated_attributes(self):
+        self.assertEqual(self.links('<a href="/first" href="/second">'), ["http://127.0.0.1:8000/first"])
+
+    def test_rel_nofollow(self):
+        text = ('<a rel="nofollow" href="/nf">x</a><a rel="external NoFollow" href="/nf2">x</a>'
+                '<a rel="noopener" href="/ok">x</a><a rel="nofollowing" href="/ok2">x</a>')
+        self.assertEqual(self.links(text), ["http://127.0.0.1:8000/ok", "http://127.0.0.1:8000/ok2"])
+
+    def test_meta_robots_nofollow(self):
+        for meta in ('<meta name="robots" content="noindex, nofollow">',
+                     '<meta name="ROBOTS" content="NOFOLLOW">',
+                     '<meta content="nofollow,noarchive" name="robots">'):
+            with self.subTest(meta=meta):
+                self.assertEqual(crawl.extract_links(f"<head>{meta}</head><a href='/a'>a</a>",
+                                                     "http://127.0.0.1:8000/"), ([], []))
+        for meta in ('<meta name="robots" content="noindex">',
+                     '<meta name="googlebot" content="nofollow">'):
+            with self.subTest(meta=meta):
+                self.assertEqual(self.links(f"<head>{meta}</head><a href='/a'>a</a>"),
+                                 ["http://127.0.0.1:8000/a"])
+
+    def test_entities_in_hrefs(self):
+        self.assertEqual(self.links('<a href="/q?a=1&amp;b=2&#38;c=3&#x26;d=4">x</a>'),
+                         ["http://127.0.0.1:8000/q?a=1&b=2&c=3&d=4"])
+        self.assertEqual(self.links('<a href="/caf&eacute;">x</a>'), ["http://127.0.0.1:8000/caf%C3%A9"])
+
+    def test_script_style_and_comments_give_no_links(self):
+        text = ('<script>document.write(\'<a href="/js">x</a>\')</script>'
+                '<style>a[href="/css"] { color: red }</style>'
+                '<!-- <a href="/comment">x</a> -->'
+                '<a href="/real">real</a>')
+        self.assertEqual(self.links(text), ["http://127.0.0.1:8000/real"])
+
+    def test_non_http_and_fragment_links(self):  # C21
+        text = ('<a href="mailto:someone@example.test">m</a><a href="tel:0123456789">t</a>'
+                '<a href="javascript:void(0)">j</a><a href="JavaScript:alert(1)">J</a>'
+                '<a href="data:text/html,hi">d</a><a href="ftp://example.test/f">f</a>'
+                '<a href="#top">top</a><a href="">empty</a><a>none</a><a href="/real">r</a>')
+        self.assertEqual(self.links(text, "http://127.0.0.1:8000/a/b"), ["http://127.0.0.1:8000/real"])
+
+    def test_invalid_links_are_reported(self):
+        links, invalid = crawl.extract_links(
+            '<a href="/ok">o</a><a href="http://[::1/">b</a><a href="http://h.test:99999/">p</a>',
+            "http://127.0.0.1:8000/")
+        self.assertEqual(links, ["http://127.0.0.1:8000/ok"])
+        self.assertEqual([raw for raw, _ in invalid], ["http://[::1/", "http://h.test:99999/"])
+        for _, reason in invalid:
+            self.assertIsInstance(reason, str)
+            self.assertTrue(reason)
+
+    def test_markup_variants(self):
+        cases = [
+            ("<a href=/unquoted>x</a>", ["/unquoted"]),
+            ('<A HREF="/upper">x</A>', ["/upper"]),
+            ('<a\nhref="/nl"\n>x</a><a\thref="/tab">', ["/nl", "/tab"]),
+            ("<a href='/single'>", ["/single"]),
+            ('<a title="a>b" href="/gt">', ["/gt"]),
+            ('<a href="/selfclose"/>', ["/selfclose"]),
+            ('<a href = "/spaced" >', ["/spaced"]),
+            ('<a/href="/slash">', ["/slash"]),
+            ('<a data-href="/no" href="/yes">', ["/yes"]),
+            ('<SCRIPT>var s="<a href=/js>";</SCRIPT><a href="/after-script">', ["/after-script"]),
+            ('<style>x{}</style ><a href="/after-style">', ["/after-style"]),
+            ('<![CDATA[ <a href="/cdata"> ]]><a href="/after-cdata">', ["/after-cdata"]),
+            ('<scriptx><a href="/scriptx">', ["/scriptx"]),
+            ('<iframe src="/f" ></iframe><frame SRC=/g>', ["/f", "/g"]),
+            ('<area shape=rect href="/area">', ["/area"]),
+            ('<a href="/a" rel=nofollow><a rel="NOFOLLOW noopener" href="/b"><a href>', []),
+            ('<a href="/unclosed"', []),
+        ]
+        for text, paths in cases:
+            with self.subTest(text=text):
+                self.assertEqual(self.links(text), ["http://127.0.0.1:8000" + p for p in paths])
+
+    def test_fast_scanner_agrees_with_html_parser(self):
+        if not hasattr(crawl, "parse_links") or not hasattr(crawl, "scan_links"):
+            self.skipTest("crawl.py has a single link parser")
+        texts = [
+            "<a href=/unquoted>x</a>", '<A HREF="/upper">', '<a title="a>b" href="/gt">',
+            '<a\nhref="/nl"\n>', '<SCRIPT>var s="<a href=/js>";</SCRIPT><a href="/after">',
+            '<style>x{}</style ><a href="/after-style">', '<!-- <a href="/c"> --><a href="/d">',
+            '<![CDATA[ <a href="/cdata"> ]]><a href="/after-cdata">', '<a href="/unclosed"',
+            '<p <a href="/weird">', '<a href="">', '<a href="/&quot;q&quot;">',
+            '<a href="/x?a=1&b=2&amp;c=3">', '<base href="/b/"><a href=c>',
+            '<meta name=robots content=nofollow><a href=/x>', "<a href='/a'><<a href='/b'>",
+            '<!doctype html><?php echo 1 ?><a href="/pi">', "<a href=/1><a href=/2 <a href=/3>",
+            '<a href="/\u00e9t\u00e9">', "<!--unclosed <a href=/in-comment>",
+        ]
+        for text in texts:
+            with self.subTest(text=text):
+                fast, reference = crawl.scan_links(text), crawl.parse_links(text)
+                self.assertEqual((fast.links, fast.base, fast.nofollow),
+                                 (reference.links, reference.base, reference.nofollow))
+
+    def test_html_charset(self):
+        c = crawl.html_charset
+        self.assertEqual(c(b"<p>x</p>", "iso-8859-1"), "iso-8859-1")
+        self.assertEqual(c(b'<meta charset="windows-1252">', None), "windows-1252")
+        self.assertEqual(c(b"<meta charset=KOI8-R>", None), "koi8-r")
+        self.assertEqual(c(b'<meta http-equiv="Content-Type" content="text/html; charset=ISO-8859-2">', None),
+                         "iso-8859-2")
+        self.assertEqual(c(b"<meta charset=koi8-r>", "iso-8859-1"), "iso-8859-1")  # the header wins
+        self.assertEqual(c(b"\xef\xbb\xbf<p>x</p>", "iso-8859-1"), "utf-8-sig")  # the BOM wins
+        self.assertEqual(c(b"<p>x</p>", None), "utf-8")
+        self.assertEqual(c(b"<p>x</p>", "x-no-such-charset"), "utf-8")
+        self.assertEqual(c(b"<meta charset=bogus-charset>", None), "utf-8")
+        self.assertEqual(c(b" " * 2000 + b"<meta charset=koi8-r>", None), "utf-8")  # only the first 1024 bytes
+
+    def test_decoded_links_with_each_charset(self):
+        url = "http://127.0.0.1:8000/"
+        cases = [
+            ("<a href='/caf\xe9'>x</a>".encode("latin-1"), "iso-8859-1"),
+            ("<meta charset=koi8-r><a href='/caf\xe9'>x</a>".encode("koi8-r", "replace"), None),
+            ("\ufeff<a href='/caf\xe9'>x</a>".encode("utf-8"), "iso-8859-1"),
+            ("<a href='/caf\xe9'>x</a>".encode("utf-8"), "x-unknown"),
+        ]
+        for body, declared in cases:
+            with self.subTest(declared=declared, body=body):
+                text = body.decode(crawl.html_charset(body, declared), "replace")
+                links, _ = crawl.extract_links(text, url)
+                self.assertEqual(len(links), 1)
+                if declared == "iso-8859-1" or declared == "x-unknown":
+                    self.assertEqual(links, ["http://127.0.0.1:8000/caf%C3%A9"])
+        cyrillic = "<meta charset='koi8-r'><a href='/\u0434'>x</a>".encode("koi8-r")
+        text = cyrillic.decode(crawl.html_charset(cyrillic, None), "replace")
+        self.assertEqual(crawl.extract_links(text, url)[0], ["http://127.0.0.1:8000/%D0%B4"])
+
+
+# ---------------------------------------------------------------------------
+# robots.txt rules one by one (C26, C28, C30)
+# ---------------------------------------------------------------------------
+
+
+class RobotsRulesTest(unittest.TestCase):
+
+    def rules(self, text, token="crawl.py"):
+        return crawl.RobotsRules.parse(text, token)
+
+    def test_wildcards(self):  # C28
+        rules = self.rules("User-agent: *\nDisallow: /search/*\nAllow: /search/public\n"
+                           "Disallow: /*.pdf$\nDisallow: /inventory/srp.html?*\n")
+        for target, allowed in [("/search/public", True), ("/docs/a.pdf?x=1", True),
+                                ("/inventory/srp.html", True), ("/about", True), ("/", True),
+                                ("/search/", False), ("/search/q", False), ("/docs/a.pdf", False),
+                                ("/inventory/srp.html?make=1", False), ("/a.pdf", False),
+                                ("/docs/a.PDF", True), ("/search", True)]:
+            with self.subTest(target=target):
+                self.assertEqual(rules.can_fetch(target), allowed)
+
+    def test_disallow_star(self):  # C28, second host
+        rules = self.rules("User-agent: *\nDisallow: *\n")
+        for target in ("/", "/about", "/a?b"):
+            self.assertFalse(rules.can_fetch(target), target)
+        self.assertTrue(rules.can_fetch("/robots.txt"))
+
+    def test_longest_match_wins_and_allow_wins_a_tie(self):
+        rules = self.rules("User-agent: *\nDisallow: /a\nAllow: /a/b\nAllow: /p\nDisallow: /p\n"
+                           "Disallow: /x/\nAllow: /x/*$\n")
+        self.assertTrue(rules.can_fetch("/a/b/c"))
+        self.assertFalse(rules.can_fetch("/a/c"))
+        self.assertFalse(rules.can_fetch("/a"))
+        self.assertTrue(rules.can_fetch("/p"))  # same length: Allow wins
+        self.assertTrue(rules.can_fetch("/x/y"))  # "/x/*$" is longer than "/x/"
+        self.assertTrue(rules.can_fetch("/b"))
+
+    def test_bom_ignored(self):  # C26
+        for text in ("\ufeffUser-agent: *\nDisallow: /\n", "User-agent: *\nDisallow: /\n"):
+            with self.subTest(bom=text.startswith("\ufeff")):
+                rules = self.rules(text)
+                self.assertFalse(rules.can_fetch("/"))
+                self.assertFalse(rules.can_fetch("/a"))
+                self.assertTrue(rules.can_fetch("/robots.txt"))
+
+    def test_crawl_delay_fractions(self):  # C30
+        self.assertEqual(self.rules("User-agent: *\nCrawl-delay: 2\n").crawl_delay, 2.0)
+        self.assertEqual(self.rules("User-agent: *\nCrawl-delay: 1.5\n").crawl_delay, 1.5)
+        self.assertIsNone(self.rules("User-agent: *\nCrawl-delay: soon\n").crawl_delay)
+        self.assertIsNone(self.rules("User-agent: *\nDisallow: /x\n").crawl_delay)
+        self.assertIsNone(self.rules("User-agent: otherbot\nCrawl-delay: 10\n").crawl_delay)
+
+    def test_groups_chosen_by_product_token(self):
+        text = ("User-agent: *\nDisallow: /\nCrawl-delay: 9\n\n"
+                "User-agent: crawl.py\nDisallow: /secret\nCrawl-delay: 0.5\n")
+        rules = self.rules(text)
+        self.assertTrue(rules.can_fetch("/"))
+        self.assertFalse(rules.can_fetch("/secret/x"))
+        self.assertEqual(rules.crawl_delay, 0.5)
+        other = self.rules(text, "MyBot")
+        self.assertFalse(other.can_fetch("/"))
+        self.assertEqual(other.crawl_delay, 9.0)
+        mine = self.rules("User-agent: MYBOT/2.0\nDisallow: /m\n", "mybot")
+        self.assertFalse(mine.can_fetch("/m"))
+
+    def test_product_token(self):
+        self.assertEqual(crawl.product_token(crawl.DEFAULT_USER_AGENT), "crawl.py")
+        self.assertEqual(crawl.product_token("MyBot/2.0 (+https://example.test)"), "MyBot")
+
+    def test_groups_with_several_agents_and_merged_groups(self):
+        text = ("User-agent: a\nUser-agent: crawl.py\nDisallow: /one\n\n"
+                "User-agent: b\nDisallow: /\n\n"
+                "User-agent: CRAWL.PY\nDisallow: /two\n")
+        rules = self.rules(text)
+        self.assertFalse(rules.can_fetch("/one"))
+        self.assertFalse(rules.can_fetch("/two"))
+        self.assertTrue(rules.can_fetch("/three"))
+
+    def test_comments_blank_values_and_unknown_lines(self):
+        rules = self.rules("# comment\nUser-agent: * # all\nDisallow: /c # why\nDisallow:\n"
+                           "Sitemap: http://example.test/s.xml\nnonsense line\n")
+        self.assertFalse(rules.can_fetch("/c"))
+        self.assertTrue(rules.can_fetch("/d"))
+        self.assertTrue(self.rules("User-agent: *\nDisallow:\n").can_fetch("/anything"))
+        self.assertTrue(self.rules("").can_fetch("/anything"))
+
+    def test_percent_encoding_in_patterns(self):
+        rules = self.rules("User-agent: *\nDisallow: /caf\u00e9\nDisallow: /x%7ey\n")
+        self.assertFalse(rules.can_fetch("/caf%C3%A9"))
+        self.assertFalse(rules.can_fetch("/x~y"))
+
+    def test_allow_all_and_disallow_all(self):
+        self.assertTrue(crawl.RobotsRules.allow_all().can_fetch("/x"))
+        blocked = crawl.RobotsRules.disallow_all("robots.txt unreachable")
+        self.assertFalse(blocked.can_fetch("/x"))
+        self.assertEqual(blocked.reason, "robots.txt unreachable")
+
+
+# ---------------------------------------------------------------------------
+# Scope, records and report units
+# ---------------------------------------------------------------------------
+
+
+class CrawlerScopeTest(LoopTestCase):
+
+    def scope(self, roots, **options):
+        return crawl.Crawler(roots, client=CrawlerFakeClient({}), **options).in_scope
+
+    def test_strict(self):
+        in_scope = self.scope(["example.test"])
+        for url in ("http://example.test/", "https://example.test/a", "http://example.test:8080/",
+                    "http://www.example.test/x", "https://www.example.test:8443/"):
+            self.assertTrue(in_scope(url), url)
+        for url in ("http://sub.example.test/", "http://other.test/", "http://example.test.evil.test/",
+                    "http://notexample.test/", "http://www.www.example.test/", "http://127.0.0.1/"):
+            self.assertFalse(in_scope(url), url)
+
+    def test_www_root(self):
+        in_scope = self.scope(["https://www.example.test/docs/"])
+        self.assertTrue(in_scope("http://example.test/"))
+        self.assertTrue(in_scope("http://www.example.test/other"))
+        self.assertFalse(in_scope("http://sub.example.test/"))
+
+    def test_lenient(self):
+        in_scope = self.scope(["www.example.test"], lenient=True)
+        for url in ("http://example.test/", "http://www.example.test/", "http://sub.example.test/",
+                    "https://a.b.example.test:8443/"):
+            self.assertTrue(in_scope(url), url)
+        for url in ("http://badexample.test/", "http://example.test.evil.test/", "http://other.test/"):
+            self.assertFalse(in_scope(url), url)
+
+    def test_several_roots(self):
+        in_scope = self.scope(["one.test", "http://two.test:8000/x"])
+        self.assertTrue(in_scope("http://one.test/"))
+        self.assertTrue(in_scope("https://www.two.test/"))
+        self.assertFalse(in_scope("http://three.test/"))
+
+    def test_exclude(self):
+        in_scope = self.scope(["example.test"], exclude=[r"/private/", re.compile(r"\.pdf$")])
+        self.assertTrue(in_scope("http://example.test/public/a"))
+        self.assertFalse(in_scope("http://example.test/private/a"))
+        self.assertFalse(in_scope("http://example.test/doc.pdf"))
+        self.assertTrue(in_scope("http://example.test/doc.pdf?x=1"))
+
+    def test_bad_roots_and_options(self):
+        client = CrawlerFakeClient({})
+        with self.assertRaises(ValueError):
+            crawl.Crawler(["ftp://example.test/"], client=client)
+        with self.assertRaises(ValueError):
+            crawl.Crawler([], client=client)
+        with self.assertRaises(ValueError):
+            crawl.Crawler(["example.test"], max_tasks=0, client=client)
+        with self.assertRaises(ValueError):
+            crawl.Crawler(["example.test"], max_tries=0, client=client)
+
+    def test_roots_normalized(self):
+        crawler = crawl.Crawler(["Example.TEST", "https://example.test:443/a#f"], client=CrawlerFakeClient({}))
+        self.assertEqual(crawler.roots, ["http://example.test/", "https://example.test/a"])
+
+
+class CrawlerDescribeErrorTest(unittest.TestCase):
+
+    def test_kinds(self):
+        cases = [
+            (ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"), "connect"),
+            (socket.gaierror(socket.EAI_NONAME, "Name or service not known"), "dns"),
+            (TimeoutError("http://h.test/: timed out"), "timeout"),
+            (ConnectionResetError(errno.ECONNRESET, "Connection reset by peer"), "reset"),
+            (crawl.ProtocolError("bad status line", "http://h.test/"), "protocol"),
+            (crawl.BodyTooLarge("too big", "http://h.test/"), "too_large"),
+            (crawl.TruncatedBody("cut", "http://h.test/"), "truncated"),
+            (crawl.ContentDecodingError("bad gzip", "http://h.test/"), "decoding"),
+            (crawler_ssl_error(), "tls"),
+            (ValueError("Port out of range"), "invalid_url"),
+            (RuntimeError("surprise"), "internal"),
+            (KeyError("k"), "internal"),
+        ]
+        for error, kind in cases:
+            with self.subTest(error=error):
+                got_kind, message = crawl.describe_error(error)
+                self.assertEqual(got_kind, kind)
+                self.assertIsInstance(message, str)
+                self.assertTrue(message)
+        self.assertEqual(crawl.describe_error(crawl.ProtocolError("bad status line", "http://h.test/")),
+                         ("protocol", "bad status line"))
+        self.assertEqual(crawl.describe_error(RuntimeError("surprise")),
+                         ("internal", "unexpected RuntimeError: surprise"))
+
+    def test_parse_retry_after(self):
+        self.assertEqual(crawl.parse_retry_after("120"), 120.0)
+        self.assertEqual(crawl.parse_retry_after(" 0 "), 0.0)
+        self.assertIsNone(crawl.parse_retry_after(None))
+        self.assertIsNone(crawl.parse_retry_after("soon"))
+        now = 1_000_000_000.0  # 2001-09-09T01:46:40Z
+        self.assertEqual(crawl.parse_retry_after("Sun, 09 Sep 2001 01:47:10 GMT", now=now), 30.0)
+        self.assertEqual(crawl.parse_retry_after("Sun, 09 Sep 2001 01:00:00 GMT", now=now), 0.0)
+
+
+class CrawlerRecordUnitTest(unittest.TestCase):
+
+    def test_new_record(self):
+        record = crawl.Record("http://h.test/", 2, "http://h.test/r")
+        self.assertEqual(record.as_dict(), {
+            "url": "http://h.test/", "status": None, "reason": "", "content_type": "",
+            "charset": None, "size": 0, "links": 0, "new_links": 0, "redirect": None,
+            "error": None, "error_kind": None, "tries": 0, "elapsed": 0.0, "depth": 2,
+            "referrer": "http://h.test/r"})
+        self.assertEqual(tuple(record.as_dict()), crawl.RECORD_FIELDS)
+
+    def test_failed_and_is_page(self):
+        def record(**fields):
+            r = crawl.Record("http://h.test/")
+            for name, value in fields.items():
+                setattr(r, name, value)
+            return r
+        self.assertFalse(record(status=200, content_type="text/html").failed)
+        self.assertTrue(record(status=200, content_type="text/html").is_page)
+        self.assertFalse(record(status=200, content_type="text/plain").is_page)
+        self.assertFalse(record(status=301).failed)
+        self.assertTrue(record(status=404).failed)
+        self.assertTrue(record(status=503).failed)
+        self.assertTrue(record(error_kind="connect", error="refused").failed)
+        for kind in ("robots", "max_depth", "max_pages", "interrupted"):
+            self.assertFalse(record(error_kind=kind, error="not fetched").failed, kind)
+        self.assertTrue(record(status=302, error_kind="redirect_limit", error="x").failed)
+
+    def test_format_record(self):
+        r = crawl.Record("http://h.test/")
+        r.status, r.content_type, r.size, r.links, r.new_links = 200, "text/html", 123, 3, 2
+        self.assertEqual(crawl.format_record(r), "200 http://h.test/  text/html  123 bytes  2/3 new links")
+        r = crawl.Record("http://h.test/r")
+        r.status, r.redirect = 301, "http://h.test/target"
+        self.assertEqual(crawl.format_record(r), "301 http://h.test/r  -  0 bytes  -> http://h.test/target")
+        r = crawl.Record("http://h.test/down")
+        r.error_kind, r.error, r.tries = "connect", "Connection refused", 4
+        self.assertEqual(crawl.format_record(r), "--- http://h.test/down  [connect] Connection refused  (4 tries)")
+        r = crawl.Record("http://h.test/gone")
+        r.status, r.content_type, r.size, r.tries = 404, "text/plain", 9, 1
+        self.assertEqual(crawl.format_record(r), "404 http://h.test/gone  text/plain  9 bytes")
+
+
+# ---------------------------------------------------------------------------
+# Crawls against embedded servers
+# ---------------------------------------------------------------------------
+
+
+class CrawlerSiteTest(CrawlerTestCase):
+
+    def test_exact_url_set_and_requests(self):
+        site = self.server({
+            "/": html_page("/a", "/b", "/a#frag", "b"),
+            "/a": html_page("/", "/c", "/b"),
+            "/b": html_page("/c"),
+            "/c": html_page(),
+        })
+        crawler, records = self.crawl_site(site.url())
+        self.assertEqual(set(records), {site.url(p) for p in ("/", "/a", "/b", "/c")})
+        self.assertEqual(collections.Counter(site.targets()),
+                         collections.Counter(["/robots.txt", "/", "/a", "/b", "/c"]))
+        self.assertEqual(site.targets()[:2], ["/robots.txt", "/"])
+        for record in records.values():
+            self.assertRecord(record, status=200, error=None, error_kind=None, tries=1)
+        self.assertRecord(records[site.url("/")], links=2, new_links=2, depth=0, referrer=None)
+        self.assertRecord(records[site.url("/c")], depth=2, links=0, new_links=0)
+        self.assertIn(records[site.url("/c")].referrer, (site.url("/a"), site.url("/b")))
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_OK)
+        self.assertEqual(crawler.stats()["pages"], 4)
+
+    def test_full_records(self):
+        site = self.server({"/": html_page("/a", "/missing", "/private"), "/a": Page("<p>no links</p>"),
+                            "/robots.txt": crawler_robots("User-agent: *\nDisallow: /private\n")})
+        root = site.routes["/"]
+        crawler, records = self.crawl_site(site.url())
+        self.assertEqual(set(records), {site.url(p) for p in ("/", "/a", "/missing", "/private")})
+        for record in records.values():
+            self.assertIsInstance(record.elapsed, float)
+            self.assertGreaterEqual(record.elapsed, 0.0)
+            self.assertLess(record.elapsed, 10.0)
+        got = {url: dict(record.as_dict(), elapsed=None) for url, record in records.items()}
+        self.assertEqual(got[site.url("/")], {
+            "url": site.url("/"), "status": 200, "reason": "OK", "content_type": "text/html",
+            "charset": "utf-8", "size": len(root.body), "links": 3, "new_links": 3, "redirect": None,
+            "error": None, "error_kind": None, "tries": 1, "elapsed": None, "depth": 0, "referrer": None})
+        self.assertEqual(got[site.url("/a")], {
+            "url": site.url("/a"), "status": 200, "reason": "OK", "content_type": "text/html",
+            "charset": "utf-8", "size": 15, "links": 0, "new_links": 0, "redirect": None,
+            "error": None, "error_kind": None, "tries": 1, "elapsed": None, "depth": 1,
+            "referrer": site.url("/")})
+        self.assertEqual(got[site.url("/missing")], {
+            "url": site.url("/missing"), "status": 404, "reason": "Not Found", "content_type": "text/plain",
+            "charset": None, "size": 9, "links": 0, "new_links": 0, "redirect": None,
+            "error": None, "error_kind": None, "tries": 1, "elapsed": None, "depth": 1,
+            "referrer": site.url("/")})
+        private = records[site.url("/private")]
+        self.assertEqual(dict(got[site.url("/private")], error=None), {
+            "url": site.url("/private"), "status": None, "reason": "", "content_type": "",
+            "charset": None, "size": 0, "links": 0, "new_links": 0, "redirect": None,
+            "error": None, "error_kind": "robots", "tries": 0, "elapsed": None, "depth": 1,
+            "referrer": site.url("/")})
+        self.assertEqual(private.elapsed, 0.0)
+        self.assertIn("robots.txt", private.error)
+        self.assertTrue(records[site.url("/missing")].failed)
+        self.assertFalse(private.failed)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
+        self.assertNotIn("/private", site.targets())
+
+    def test_referrer_is_first_page_linking(self):
+        site = self.server({"/": html_page("/a", "/b"), "/a": html_page("/c"),
+                            "/b": html_page("/c"), "/c": html_page()})
+        _, records = self.crawl_site(site.url(), max_tasks=1)
+        self.assertRecord(records[site.url("/c")], referrer=site.url("/a"), depth=2)
+        self.assertRecord(records[site.url("/a")], new_links=1, links=1)
+        self.assertRecord(records[site.url("/b")], new_links=0, links=1)
+
+    def test_scope_strict_localhost_vs_127(self):
+        site = self.server({"/in": html_page(), "/upper": html_page()})
+        site.routes["/"] = html_page("/in", site.url("/out"), f"http://LOCALHOST:{site.port}/upper")
+        root = f"http://localhost:{site.port}/"
+        _, records = self.crawl_site(root)
+        self.assertEqual(set(records), {root, f"http://localhost:{site.port}/in",
+                                        f"http://localhost:{site.port}/upper"})
+        self.assertRecord(records[root], links=3, new_links=2)
+        self.assertNotIn("/out", site.targets())
+
+    def test_scope_port_and_scheme_do_not_matter(self):
+        other = self.server({"/": html_page("/deeper"), "/deeper": html_page()})
+        site = self.server({"/": html_page(other.url("/"))})
+        _, records = self.crawl_site(site.url())
+        self.assertEqual(set(records), {site.url(), other.url(), other.url("/deeper")})
+        self.assertEqual(other.targets(), ["/robots.txt", "/", "/deeper"])
+
+    def test_exclude(self):
+        site = self.server({"/": html_page("/a", "/skip/b", "/c.pdf", "/c"), "/a": html_page("/skip/d")})
+        _, records = self.crawl_site(site.url(), exclude=[r"/skip/", r"\.pdf$"])
+        self.assertEqual(set(records), {site.url(p) for p in ("/", "/a", "/c")})
+        self.assertEqual(sorted(site.targets()), ["/", "/a", "/c", "/robots.txt"])
+        self.assertRecord(records[site.url("/")], links=4, new_links=2)
+
+    def test_lenient_and_www_with_fake_client(self):
+        pages = {
+            "http://example.test/": html_page("http://sub.example.test/", "http://www.example.test/w",
+                                              "http://other.test/", "https://example.test:8443/s",
+                                              "http://a.sub.example.test/deep"),
+            "http://sub.example.test/": html_page(),
+            "http://www.example.test/w": html_page(),
+            "https://example.test:8443/s": html_page(),
+            "http://a.sub.example.test/deep": html_page(),
+        }
+        strict = CrawlerFakeClient(pages)
+        _, records = self.crawl_site("example.test", client=strict)
+        self.assertEqual(set(records), {"http://example.test/", "http://www.example.test/w",
+                                        "https://example.test:8443/s"})
+        self.assertEqual(sorted(strict.fetched), sorted([
+            "http://example.test/robots.txt", "http://example.test/",
+            "http://www.example.test/robots.txt", "http://www.example.test/w",
+            "https://example.test:8443/robots.txt", "https://example.test:8443/s"]))
+        self.assertTrue(strict.closed)
+        lenient = CrawlerFakeClient(pages)
+        _, records = self.crawl_site("example.test", client=lenient, lenient=True)
+        self.assertEqual(set(records), {"http://example.test/", "http://www.example.test/w",
+                                        "https://example.test:8443/s", "http://sub.example.test/",
+                                        "http://a.sub.example.test/deep"})
+        self.assertNotIn("http://other.test/", lenient.fetched)
+
+    def test_non_html_not_parsed_and_xhtml_parsed(self):
+        site = self.server({
+            "/": html_page("/plain", "/xhtml", "/json"),
+            "/plain": Page('<a href="/from-plain">x</a>', content_type="text/plain"),
+            "/xhtml": Page('<html xmlns="http://www.w3.org/1999/xhtml"><a href="/from-xhtml">x</a></html>',
+                           content_type="application/xhtml+xml"),
+            "/json": Page('{"a": "<a href=\\"/from-json\\">"}', content_type="application/json"),
+            "/from-xhtml": html_page(),
+        })
+        _, records = self.crawl_site(site.url())
+        self.assertEqual(set(records), {site.url(p) for p in ("/", "/plain", "/xhtml", "/json", "/from-xhtml")})
+        self.assertRecord(records[site.url("/plain")], links=0, content_type="text/plain")
+        self.assertRecord(records[site.url("/xhtml")], links=1, new_links=1)
+
+    def test_charset_from_content_type(self):
+        site = self.server({
+            "/": html_page("/latin", "/meta", "/unknown"),
+            "/latin": Page("<a href='/caf\xe9'>x</a>".encode("latin-1"), content_type="text/html; charset=ISO-8859-1"),
+            "/meta": Page("<meta charset='koi8-r'><a href='/\u0434'>x</a>".encode("koi8-r"), content_type="text/html"),
+            "/unknown": Page("<a href='/na\xefve'>x</a>".encode("utf-8"), content_type="text/html; charset=x-nonsense"),
+        })
+        _, records = self.crawl_site(site.url())
+        self.assertRecord(records[site.url("/latin")], charset="iso-8859-1", links=1)
+        self.assertRecord(records[site.url("/meta")], charset=None, links=1)
+        self.assertRecord(records[site.url("/unknown")], charset="x-nonsense", links=1)
+        self.assertEqual(collections.Counter(site.targets()), collections.Counter(
+            ["/robots.txt", "/", "/latin", "/meta", "/unknown", "/caf%C3%A9", "/%D0%B4", "/na%C3%AFve"]))
+
+    def test_meta_and_rel_nofollow_in_a_crawl(self):
+        site = self.server({
+            "/": html_page("/meta", extra='<a rel="nofollow" href="/nf">x</a>'),
+            "/meta": html_page("/hidden", extra='<meta name="robots" content="nofollow">'),
+        })
+        _, records = self.crawl_site(site.url())
+        self.assertEqual(set(records), {site.url("/"), site.url("/meta")})
+        self.assertRecord(records[site.url("/meta")], links=0, new_links=0)
+
+    def test_invalid_link_recorded(self):
+        site = self.server({"/": html_page("/ok", "http://[::1/", "http://127.0.0.1:99999/x"), "/ok": html_page()})
+        crawler, records = self.crawl_site(site.url())
+        self.assertEqual(set(records), {site.url("/"), site.url("/ok"), "http://[::1/", "http://127.0.0.1:99999/x"})
+        for raw in ("http://[::1/", "http://127.0.0.1:99999/x"):
+            self.assertRecord(records[raw], status=None, error_kind="invalid_url", depth=1,
+                              referrer=site.url("/"), tries=0)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
+
+    def test_links_to_self_and_fragments_only(self):  # C21
+        site = self.server({"/a/b": html_page(
+            "mailto:someone@example.test", "tel:0123456789", "javascript:void(0)", "JavaScript:alert(1)",
+            "data:text/html,hi", "ftp://example.test/f", "#top", "", "/real",
+            extra="<a>no href</a>"), "/real": html_page()})
+        _, records = self.crawl_site(site.url("/a/b"))
+        self.assertEqual(set(records), {site.url("/a/b"), site.url("/real")})
+        self.assertEqual(site.targets(), ["/robots.txt", "/a/b", "/real"])
+        self.assertRecord(records[site.url("/a/b")], links=1, new_links=1)
+
+    def test_whitespace_links_crawl_ends(self):  # C18
+        page = Page('<a href="\n            /feeds/atom.xml\n          ">f</a>'
+                    f'<a href=" http://127.0.0.1:{{port}}/other">o</a>'
+                    '<a href="/pa\tge\n">p</a><a href="rel page">r</a>')
+        site = self.server()
+        page = Page(page.body.replace(b"{port}", str(site.port).encode()))
+        site.routes = CrawlerCatchAllRoutes(page)
+        _, records = self.crawl_site(site.url("/x/y"))
+        expected = ["/x/y", "/feeds/atom.xml", "/other", "/page", "/x/rel%20page",
+                    "/feeds/rel%20page", "/rel%20page"]
+        self.assertEqual(set(records), {site.url(p) for p in expected})
+        self.assertEqual(collections.Counter(site.targets()), collections.Counter(["/robots.txt"] + expected))
+        self.assertEqual(records[site.url("/x/y")].links, 4)
+        for target in site.targets():
+            self.assertNotRegex(target, r"(?i)%09|%0A|%0D|^/?%20|%20$")
+
+    def test_equivalent_spellings_fetched_once(self):  # C25
+        site = self.server()
+        port = site.port
+        site.routes["/"] = html_page(
+            "/a b", "/a%20b", "/%7Euser", "/~user", "/x%3d%3d", "/x%3D%3D",
+            f"HTTP://127.0.0.1:{port}/n", f"http://127.0.0.1:{port}/n#frag", "/n",
+            "/a%2Fb", "/a/b", "/d/./e/../f", f"http://127.0.0.1:{port}/")
+        _, records = self.crawl_site(site.url())
+        expected = ["/a%20b", "/~user", "/x%3D%3D", "/n", "/a%2Fb", "/a/b", "/d/f"]
+        self.assertEqual(collections.Counter(site.targets()),
+                         collections.Counter(["/robots.txt", "/"] + expected))
+        self.assertEqual(set(records), {site.url(p) for p in ["/"] + expected})
+        self.assertRecord(records[site.url("/")], links=8, new_links=7)
+        self.assertFalse(any("%25" in t for t in site.targets()))
+
+    def test_base_href_crawl(self):  # C19
+        site = self.server({
+            "/": html_page("/forum/index.php/mv/msg/7627/216142/0/", "/myself.html", "/two-bases.html"),
+            "/forum/index.php/mv/msg/7627/216142/0/": Page(
+                '<head><base href="/forum/"></head><a href="index.php/fa/89652/0/">x</a>'),
+            "/myself.html": Page('<base href="myself.html"><a href="?param=value">x</a>'),
+            "/two-bases.html": Page('<base href="/a/"><base href="/b/"><a href="c">x</a>'),
+        })
+        _, records = self.crawl_site(site.url())
+        self.assertEqual(collections.Counter(site.targets()), collections.Counter([
+            "/robots.txt", "/", "/forum/index.php/mv/msg/7627/216142/0/", "/myself.html",
+            "/two-bases.html", "/forum/index.php/fa/89652/0/", "/myself.html?param=value", "/a/c"]))
+
+    def test_max_depth(self):
+        site = self.server({"/": html_page("/a"), "/a": html_page("/b"), "/b": html_page("/c")})
+        crawler, records = self.crawl_site(site.url(), max_depth=1)
+        self.assertEqual(set(records), {site.url(p) for p in ("/", "/a", "/b")})
+        self.assertNotIn("/b", site.targets())
+        self.assertRecord(records[site.url("/b")], status=None, error_kind="max_depth", depth=2,
+                          referrer=site.url("/a"), tries=0)
+        self.assertFalse(records[site.url("/b")].failed)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_OK)
+        _, records = self.crawl_site(site.url(), max_depth=0)
+        self.assertEqual(set(records), {site.url("/"), site.url("/a")})
+        self.assertRecord(records[site.url("/a")], error_kind="max_depth", depth=1)
+
+    def test_max_pages(self):
+        site = self.server({"/": html_page("/a", "/b", "/c"), "/a": html_page("/d"),
+                            "/b": html_page(), "/c": html_page()})
+        _, records = self.crawl_site(site.url(), max_pages=2, max_tasks=1)
+        self.assertEqual(set(records), {site.url(p) for p in ("/", "/a", "/b", "/c", "/d")})
+        self.assertEqual(site.targets(), ["/robots.txt", "/", "/a"])
+        for path in ("/b", "/c", "/d"):
+            self.assertRecord(records[site.url(path)], status=None, error_kind="max_pages", tries=0)
+            self.assertFalse(records[site.url(path)].failed)
+
+    def test_https_redirect_at_root_stays_in_scope(self):
+        secure = self.server({"/": html_page("/a"), "/a": html_page()}, tls=True)
+        plain = self.server({"/": redirect(secure.url("/"), 301)})
+        _, records = self.crawl_site(plain.url(), cafile=CERT_FILE)
+        self.assertEqual(set(records), {plain.url(), secure.url(), secure.url("/a")})
+        self.assertRecord(records[plain.url()], status=301, redirect=secure.url(), new_links=1)
+        self.assertRecord(records[secure.url()], status=200, referrer=plain.url(), depth=0)
+        self.assertEqual(secure.targets(), ["/robots.txt", "/", "/a"])
+
+    def test_tls_failure_not_retried(self):
+        secure = self.server({"/": html_page()}, tls=True)
+        crawler, records = self.crawl_site(secure.url(), robots=False, max_tries=3)
+        self.assertRecord(records[secure.url()], status=None, error_kind="tls", tries=1)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_USAGE)
+
+    def test_insecure_is_reported(self):
+        secure = self.server({"/": html_page()}, tls=True)
+        with self.assertLogs("crawl", "WARNING") as logs:
+            crawler, records = self.crawl_site(secure.url(), verify=False)
+        self.assertIn("TLS certificate verification is DISABLED", logs.output[0])
+        self.assertRecord(records[secure.url()], status=200)
+        self.assertIn("WARNING: TLS certificate verification was disabled", crawl.summarize(crawler))
+
+    def test_ipv6_literal_host(self):  # C23
+        if not has_ipv6_loopback():
+            self.skipTest("no IPv6 loopback")
+        site = self.server(host="::1")
+        site.routes["/"] = html_page("/next", f"http://[::1]:{site.port}/abs")
+        site.routes["/next"] = html_page()
+        site.routes["/abs"] = html_page()
+        root = f"http://[::1]:{site.port}/"
+        _, records = self.crawl_site(root)
+        self.assertEqual(set(records), {root, root + "next", root + "abs"})
+        self.assertEqual(collections.Counter(site.targets()),
+                         collections.Counter(["/robots.txt", "/", "/next", "/abs"]))
+        for request in site.requests:
+            self.assertEqual(request["headers"]["Host"], f"[::1]:{site.port}")
+        for record in records.values():
+            self.assertRecord(record, status=200, error=None)
+
+
+class CrawlerRedirectTest(CrawlerTestCase):
+
+    def test_each_redirect_status_followed(self):
+        statuses = (301, 302, 303, 307, 308)
+        routes = {"/": html_page(*[f"/r{s}" for s in statuses])}
+        for s in statuses:
+            routes[f"/r{s}"] = redirect(f"/t{s}", s)
+            routes[f"/t{s}"] = html_page()
+        site = self.server(routes)
+        _, records = self.crawl_site(site.url())
+        self.assertEqual(len(records), 11)
+        for s in statuses:
+            self.assertRecord(records[site.url(f"/r{s}")], status=s, redirect=site.url(f"/t{s}"),
+                              new_links=1, error=None, error_kind=None, depth=1, content_type="",
+                              size=0, links=0)
+            self.assertRecord(records[site.url(f"/t{s}")], status=200, referrer=site.url(f"/r{s}"),
+                              depth=1, redirect=None)
+            self.assertEqual(site.targets().count(f"/t{s}"), 1)
+
+    def test_chain(self):
+        site = self.server({"/": redirect("/c1", 301), "/c1": redirect("/c2"),
+                            "/c2": redirect("/c3", 307), "/c3": redirect("/final", 308),
+                            "/final": html_page()})
+        crawler, records = self.crawl_site(site.url())
+        self.assertEqual(site.targets(), ["/robots.txt", "/", "/c1", "/c2", "/c3", "/final"])
+        self.assertRecord(records[site.url("/final")], status=200, referrer=site.url("/c3"), depth=0)
+        self.assertRecord(records[site.url("/c2")], redirect=site.url("/c3"), referrer=site.url("/c1"))
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_OK)
+
+    def test_loop(self):
+        site = self.server({"/": html_page("/l1"), "/l1": redirect("/l2"), "/l2": redirect("/l1")})
+        crawler, records = self.crawl_site(site.url())
+        self.assertEqual(site.targets(), ["/robots.txt", "/", "/l1", "/l2"])
+        self.assertRecord(records[site.url("/l1")], status=302, error_kind=None, redirect=site.url("/l2"))
+        self.assertRecord(records[site.url("/l2")], status=302, error_kind="redirect_limit",
+                          redirect=site.url("/l1"))
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
+
+    def test_self_redirect_and_growing_chain(self):  # C16
+        def login(handler):
+            target = handler.path
+            query = urllib.parse.urlsplit(target).query
+            value = urllib.parse.unquote(query.partition("redirect=")[2])
+            grown = urllib.parse.quote(value + target, safe="")
+            return redirect("/login?redirect=" + grown)
+
+        site = self.server({
+            "/": html_page("/self", "/login?redirect=%2F", "/ok"),
+            "/self": redirect("/self"),
+            "/login": login,
+            "/ok": html_page("/self", "/login?redirect=%2F"),
+        })
+        crawler, records = self.crawl_site(site.url(), max_redirect=5)
+        targets = site.targets()
+        self.assertLessEqual(targets.count("/self"), 6)
+        self.assertEqual(targets.count("/self"), 1)
+        login_targets = [t for t in targets if t.startswith("/login")]
+        self.assertEqual(len(login_targets), 6)
+        self.assertEqual(len(set(login_targets)), 6)
+        self.assertEqual(targets.count("/ok"), 1)
+        self.assertRecord(records[site.url("/self")], status=302, error_kind="redirect_limit",
+                          redirect=site.url("/self"))
+        self.assertRecord(records[site.url("/ok")], status=200, error=None)
+        chain = [records[site.url(t)] for t in login_targets]
+        for record in chain[:-1]:
+            self.assertRecord(record, status=302, error_kind=None, new_links=1)
+        self.assertRecord(chain[-1], status=302, error_kind="redirect_limit", new_links=0)
+        self.assertIn(site.url(login_targets[0]), chain[-1].error)  # the hop list
+        self.assertEqual(len(records), 3 + 6)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
+
+    def test_max_redirect_zero_follows_none(self):
+        site = self.server({"/": html_page("/r"), "/r": redirect("/t", 301), "/t": html_page()})
+        _, records = self.crawl_site(site.url(), max_redirect=0)
+        self.assertEqual(site.targets(), ["/robots.txt", "/", "/r"])
+        self.assertEqual(set(records), {site.url(), site.url("/r")})
+        self.assertRecord(records[site.url("/r")], status=301, redirect=site.url("/t"),
+                          error_kind="redirect_limit", new_links=0)
+
+    def test_redirect_out_of_scope_or_excluded_not_followed(self):
+        site = self.server({"/": html_page("/out", "/excl"), "/excl": redirect("/private/y")})
+        site.routes["/out"] = redirect(f"http://localhost:{site.port}/x")
+        _, records = self.crawl_site(site.url(), exclude=["/private/"])
+        self.assertEqual(set(records), {site.url(), site.url("/out"), site.url("/excl")})
+        self.assertRecord(records[site.url("/out")], status=302, redirect=f"http://localhost:{site.port}/x",
+                          new_links=0, error_kind=None)
+        self.assertRecord(records[site.url("/excl")], status=302, redirect=site.url("/private/y"), new_links=0)
+        self.assertEqual(sorted(site.targets()), ["/", "/excl", "/out", "/robots.txt"])
+
+    def test_protocol_relative_location_with_raw_bytes(self):  # C14
+        b = self.raw_server({"/": http_response("<a href='/b2'>x</a>", headers=[("Content-Type", "text/html")])})
+        a = self.raw_server({"/": (b"HTTP/1.1 301 Moved Permanently\r\nLocation: //127.0.0.1:%d/?\xc5\xa0\r\n"
+                                   b"Content-Length: 0\r\n\r\n" % b.port)})
+        _, records = self.crawl_site(a.url())
+        target = f"http://127.0.0.1:{b.port}/?%C5%A0"
+        self.assertRecord(records[a.url()], status=301, redirect=target, error=None)
+        self.assertRecord(records[target], status=200, referrer=a.url(), error=None)
+        self.assertEqual(a.targets, ["/robots.txt", "/"])
+        self.assertEqual(b.targets[:2], ["/robots.txt", "/?%C5%A0"])
+        self.assertEqual(set(records), {a.url(), target, b.url("/b2")})
+
+
+class CrawlerRetryTest(CrawlerTestCase):
+
+    def gaps(self, site, target):
+        times = [r["time"] for r in site.requests if r["target"] == target]
+        return [later - earlier for earlier, later in zip(times, times[1:])]
+
+    def test_503_retried_with_backoff(self):
+        site = self.server({"/": crawler_sequence_route(Page("busy", 503), Page("busy", 503), html_page())})
+        _, records = self.crawl_site(site.url(), backoff=0.05, robots=False)
+        self.assertRecord(records[site.url()], status=200, tries=3, error=None)
+        gaps = self.gaps(site, "/")
+        self.assertEqual(len(gaps), 2)
+        self.assertGreaterEqual(gaps[0], 0.05)
+        self.assertGreaterEqual(gaps[1], 0.10)
+        self.assertLess(sum(gaps), 5)
+
+    def test_429_retried_up_to_max_tries(self):
+        site = self.server({"/": Page("slow down", 429)})
+        crawler, records = self.crawl_site(site.url(), max_tries=3, robots=False)
+        self.assertEqual(site.targets(), ["/", "/", "/"])
+        self.assertRecord(records[site.url()], status=429, tries=3)
+        self.assertTrue(records[site.url()].failed)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
+
+    def test_retry_after_honoured(self):
+        site = self.server({"/": crawler_sequence_route(Page("busy", 503, headers=[("Retry-After", "1")]),
+                                                        html_page())})
+        _, records = self.crawl_site(site.url(), robots=False, backoff=0.01)
+        self.assertRecord(records[site.url()], status=200, tries=2)
+        self.assertGreaterEqual(self.gaps(site, "/")[0], 1.0)
+
+    def test_retry_after_capped(self):
+        site = self.server({"/": crawler_sequence_route(Page("busy", 429, headers=[("Retry-After", "3600")]),
+                                                        html_page())})
+        _, records = self.crawl_site(site.url(), robots=False, max_retry_after=0.2, run_timeout=10)
+        self.assertRecord(records[site.url()], status=200, tries=2)
+        gap = self.gaps(site, "/")[0]
+        self.assertGreaterEqual(gap, 0.2)
+        self.assertLess(gap, 5)
+
+    def test_other_statuses_final(self):
+        site = self.server({"/": html_page("/500", "/404", "/403"), "/500": Page("err", 500),
+                            "/403": Page("no", 403)})
+        _, records = self.crawl_site(site.url(), robots=False)
+        for path, status in (("/500", 500), ("/404", 404), ("/403", 403)):
+            self.assertEqual(site.targets().count(path), 1)
+            self.assertRecord(records[site.url(path)], status=status, tries=1, error=None)
+            self.assertTrue(records[site.url(path)].failed)
+
+    def test_network_errors_retried(self):
+        times = []
+
+        def script(conn):
+            request = conn.read_request()
+            if request is None:
+                return
+            times.append(time.monotonic())
+            if conn.number <= 2:
+                conn.reset()
+                return
+            conn.send(http_response("<p>ok</p>", headers=[("Content-Type", "text/html")]))
+            conn.read_request()
+
+        server = RawServer(script)
+        self.addCleanup(server.close)
+        _, records = self.crawl_site(server.url(), robots=False, backoff=0.05)
+        self.assertRecord(records[server.url()], status=200, tries=3, error=None)
+        self.assertEqual(server.connections, 3)
+        self.assertGreaterEqual(times[1] - times[0], 0.05)
+        self.assertGreaterEqual(times[2] - times[1], 0.10)
+
+    def test_network_errors_only_up_to_max_tries(self):
+        def script(conn):
+            if conn.read_request() is not None:
+                conn.reset()
+
+        server = RawServer(script)
+        self.addCleanup(server.close)
+        crawler, records = self.crawl_site(server.url(), robots=False, max_tries=2)
+        self.assertRecord(records[server.url()], status=None, error_kind="reset", tries=2)
+        self.assertEqual(server.connections, 2)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_USAGE)
+
+    def test_connection_refused(self):
+        url = f"http://127.0.0.1:{crawler_free_port()}/"
+        crawler, records = self.crawl_site(url, robots=False, max_tries=3)
+        self.assertEqual(list(records), [url])
+        self.assertRecord(records[url], status=None, error_kind="connect", tries=3, depth=0)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_USAGE)
+
+    def test_timeout_retried(self):
+        def script(conn):
+            request = conn.read_request()
+            if request is None:
+                return
+            if conn.number == 1:
+                conn.read_request(timeout=10)  # say nothing until the client gives up
+                return
+            conn.send(http_response("<p>ok</p>", headers=[("Content-Type", "text/html")]))
+            conn.read_request()
+
+        server = RawServer(script)
+        self.addCleanup(server.close)
+        _, records = self.crawl_site(server.url(), robots=False, timeout=0.3)
+        self.assertRecord(records[server.url()], status=200, tries=2)
+
+
+class CrawlerConcurrencyTest(CrawlerTestCase):
+
+    def test_never_above_max_tasks(self):
+        routes = {"/": html_page(*[f"/p{i}" for i in range(12)])}
+        for i in range(12):
+            routes[f"/p{i}"] = crawler_slow_route(0.1, html_page())
+        site = self.server(routes)
+        crawler, records = self.crawl_site(site.url(), max_tasks=3, robots=False)
+        self.assertEqual(len(records), 13)
+        self.assertEqual(site.peak_in_flight, 3)
+        self.assertEqual(crawler.in_flight, 0)
+
+    def test_one_task(self):
+        routes = {"/": html_page(*[f"/p{i}" for i in range(4)])}
+        for i in range(4):
+            routes[f"/p{i}"] = crawler_slow_route(0.05, html_page())
+        site = self.server(routes)
+        _, records = self.crawl_site(site.url(), max_tasks=1)
+        self.assertEqual(site.peak_in_flight, 1)
+        self.assertEqual(site.targets(), ["/robots.txt", "/", "/p0", "/p1", "/p2", "/p3"])
+
+    def test_internal_error_in_follow_links(self):
+        site = self.server({"/": html_page("/boom", "/fine"), "/boom": html_page("/lost"),
+                            "/fine": html_page("/after")})
+        original = crawl.Crawler._follow_links
+
+        def flaky(self, record, response, depth):
+            if record.url.endswith("/boom"):
+                raise RuntimeError("injected")
+            return original(self, record, response, depth)
+
+        with mock.patch.object(crawl.Crawler, "_follow_links", flaky), \
+                mock.patch.object(crawl.logger, "exception"):
+            crawler, records = self.crawl_site(site.url(), max_tasks=2)
+        self.assertEqual(set(records), {site.url(p) for p in ("/", "/boom", "/fine", "/after")})
+        boom = records[site.url("/boom")]
+        self.assertRecord(boom, error_kind="internal", referrer=site.url("/"))
+        self.assertIn("RuntimeError", boom.error)
+        self.assertIn("injected", boom.error)
+        self.assertTrue(boom.failed)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
+
+    def test_internal_error_from_client(self):
+        pages = {"http://example.test/": html_page("/a", "/b", "/c"),
+                 "http://example.test/a": html_page(), "http://example.test/b": RuntimeError("client bug"),
+                 "http://example.test/c": html_page()}
+        client = CrawlerFakeClient(pages)
+        crawler, records = self.crawl_site("example.test", client=client, max_tries=3)
+        self.assertEqual(set(records), set(pages))
+        self.assertRecord(records["http://example.test/b"], status=None, error_kind="internal",
+                          error="unexpected RuntimeError: client bug", tries=1)
+        self.assertEqual(client.fetched.count("http://example.test/b"), 1)
+        self.assertRecord(records["http://example.test/c"], status=200)
+
+    def test_on_record_callback(self):
+        site = self.server({"/": html_page("/a", "/b"), "/a": html_page("/c")})
+        seen = []
+        crawler, records = self.crawl_site(site.url(), on_record=seen.append)
+        self.assertEqual([r.url for r in seen], list(records))
+        self.assertEqual(len(seen), 4)
+        self.assertEqual(len({r.url for r in seen}), 4)
+        for record in seen:
+            self.assertIs(records[record.url], record)
+
+
+class CrawlerRobotsTest(CrawlerTestCase):
+
+    def test_robots_redirect_loop(self):  # C17 A
+        site = self.server({"/robots.txt": redirect("/robots.txt", 301), "/": html_page("/page"),
+                            "/page": html_page()})
+        _, records = self.crawl_site(site.url(), max_tasks=4)
+        targets = site.targets()
+        self.assertLessEqual(targets.count("/robots.txt"), 6)
+        self.assertGreaterEqual(targets.count("/robots.txt"), 1)
+        self.assertEqual(set(records), {site.url(), site.url("/page")})
+        self.assertEqual([t for t in targets if t != "/robots.txt"], ["/", "/page"])
+        for record in records.values():
+            self.assertRecord(record, status=200, error=None)
+
+    def test_robots_redirect_to_another_path(self):  # C17 B
+        site = self.server({"/robots.txt": redirect("/real-robots.txt", 301),
+                            "/real-robots.txt": crawler_robots("User-agent: *\nDisallow: /private\n"),
+                            "/": html_page("/private/x", "/public"), "/public": html_page("/public2"),
+                            "/public2": html_page()})
+        _, records = self.crawl_site(site.url(), max_tasks=4)
+        self.assertEqual(collections.Counter(site.targets()), collections.Counter(
+            ["/robots.txt", "/real-robots.txt", "/", "/public", "/public2"]))
+        self.assertRecord(records[site.url("/private/x")], status=None, error_kind="robots", tries=0)
+        self.assertRecord(records[site.url("/public")], status=200)
+
+    def test_bom(self):  # C26
+        for body in (b"\xef\xbb\xbfUser-agent: *\nDisallow: /\n", b"User-agent: *\nDisallow: /\n"):
+            with self.subTest(bom=body.startswith(b"\xef")):
+                site = self.server({"/robots.txt": Page(body, content_type="text/plain"),
+                                    "/": html_page("/a"), "/a": html_page()})
+                crawler, records = self.crawl_site(site.url())
+                self.assertEqual(site.targets(), ["/robots.txt"])
+                self.assertEqual(list(records), [site.url()])
+                self.assertRecord(records[site.url()], status=None, error_kind="robots", tries=0)
+                self.assertIn("robots.txt", records[site.url()].error)
+
+    def test_wildcards_two_hosts(self):  # C28
+        p = self.server({
+            "/robots.txt": crawler_robots("User-agent: *\nDisallow: /search/*\nAllow: /search/public\n"
+                                          "Disallow: /*.pdf$\nDisallow: /inventory/srp.html?*\n"),
+            "/": html_page("/search/", "/search/q", "/search/public", "/docs/a.pdf", "/docs/a.pdf?x=1",
+                           "/inventory/srp.html?make=1", "/inventory/srp.html", "/about"),
+        })
+        p2 = self.server({"/robots.txt": crawler_robots("User-agent: *\nDisallow: *\n"),
+                          "/": html_page("/about")})
+        _, records = self.crawl_site([p.url(), p2.url()])
+        self.assertEqual(collections.Counter(p.targets()), collections.Counter(
+            ["/robots.txt", "/", "/search/public", "/docs/a.pdf?x=1", "/inventory/srp.html", "/about"]))
+        self.assertEqual(p2.targets(), ["/robots.txt"])
+        for path in ("/search/", "/search/q", "/docs/a.pdf", "/inventory/srp.html?make=1"):
+            self.assertRecord(records[p.url(path)], error_kind="robots", status=None)
+        self.assertRecord(records[p2.url()], error_kind="robots", status=None)
+        self.assertEqual(len(records), 9 + 1)
+
+    def test_robots_4xx_allows_everything(self):
+        for status in (403, 404, 410):
+            with self.subTest(status=status):
+                site = self.server({"/robots.txt": Page("User-agent: *\nDisallow: /\n", status, content_type="text/plain"),
+                                    "/": html_page("/a"), "/a": html_page()})
+                _, records = self.crawl_site(site.url())
+                self.assertEqual(site.targets(), ["/robots.txt", "/", "/a"])
+                self.assertEqual(len(records), 2)
+
+    def test_robots_5xx_blocks_everything(self):
+        site = self.server({"/robots.txt": Page("oops", 500, content_type="text/plain"),
+                            "/": html_page("/a")})
+        crawler, records = self.crawl_site(site.url(), max_tries=2)
+        self.assertEqual(site.targets(), ["/robots.txt"])
+        self.assertEqual(list(records), [site.url()])
+        self.assertRecord(records[site.url()], status=None, error_kind="robots", tries=0)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_USAGE)
+
+    def test_link_to_a_server_that_is_down_is_a_failure(self):
+        # robots.txt unreachable means "fetch nothing" (RFC 9309), but the
+        # linked URL is then a broken link, not one skipped by choice: the
+        # link check must fail (exit status 1), as it does with robots off.
+        down = f"http://127.0.0.1:{crawler_free_port()}/x"
+        site = self.server({"/": html_page(down)})
+        crawler, records = self.crawl_site(site.url(), max_tries=1)
+        self.assertEqual(set(records), {site.url(), down})
+        self.assertRecord(records[down], status=None, error_kind="connect", depth=1, referrer=site.url())
+        self.assertTrue(records[down].failed)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
+
+    def test_robots_fetched_once_per_origin(self):
+        other = self.server({"/": html_page("/x", "/y"), "/x": html_page(), "/y": html_page()})
+        routes = {"/": html_page(*[f"/p{i}" for i in range(8)], other.url("/"))}
+        for i in range(8):
+            routes[f"/p{i}"] = html_page("/", other.url("/x"))
+        site = self.server(routes)
+        _, records = self.crawl_site(site.url(), max_tasks=6)
+        self.assertEqual(site.targets().count("/robots.txt"), 1)
+        self.assertEqual(other.targets().count("/robots.txt"), 1)
+        self.assertEqual(site.targets()[0], "/robots.txt")
+        self.assertEqual(other.targets()[0], "/robots.txt")
+        self.assertEqual(len(records), 9 + 3)
+
+    def test_robots_uses_product_token_group(self):
+        site = self.server({"/robots.txt": crawler_robots("User-agent: *\nDisallow: /\n\n"
+                                                          "User-agent: MyBot\nDisallow: /secret\n"),
+                            "/": html_page("/secret", "/open"), "/open": html_page()})
+        _, records = self.crawl_site(site.url(), user_agent="MyBot/2.0 (+https://example.test)")
+        self.assertEqual(site.targets(), ["/robots.txt", "/", "/open"])
+        self.assertEqual(site.requests[0]["headers"]["User-Agent"], "MyBot/2.0 (+https://example.test)")
+        self.assertRecord(records[site.url("/secret")], error_kind="robots")
+
+    def test_no_robots(self):
+        site = self.server({"/robots.txt": crawler_robots("User-agent: *\nDisallow: /\n"),
+                            "/": html_page("/a"), "/a": html_page()})
+        _, records = self.crawl_site(site.url(), robots=False)
+        self.assertEqual(site.targets(), ["/", "/a"])
+
+    def page_times(self, site):
+        return [r["time"] for r in site.requests if r["target"] != "/robots.txt"]
+
+    def test_crawl_delay(self):  # C30, scaled down: Crawl-delay 0.3 instead of 2 and 1.5
+        site = self.server({"/robots.txt": crawler_robots("User-agent: *\nCrawl-delay: 0.3\n"),
+                            "/": html_page("/1", "/2", "/3", "/4")})
+        for i in range(1, 5):
+            site.routes[f"/{i}"] = html_page()
+        crawler = crawl.Crawler(site.url(), max_tasks=4, backoff=0.01)
+        sent = []
+        fetch = crawler.client.fetch
+
+        def timed_fetch(url, *args, **kwargs):
+            if not url.endswith("/robots.txt"):
+                sent.append(crawl.get_event_loop().time())
+            return (yield from fetch(url, *args, **kwargs))
+
+        crawler.client.fetch = timed_fetch
+        records = self.run_co(crawler.crawl())
+        self.assertEqual(len(records), 5)
+        times = self.page_times(site)
+        self.assertEqual(len(times), 5)
+        self.assertEqual(len(sent), 5)
+        # The crawler's own clock; slots are reserved ahead, so a worker that
+        # wakes late shortens the next gap by its lateness (a few ms).
+        for earlier, later in zip(sent, sent[1:]):
+            self.assertGreaterEqual(later - earlier, 0.3 - 0.01)
+        for earlier, later in zip(times, times[1:]):  # arrival times: allow for scheduling jitter
+            self.assertGreaterEqual(later - earlier, 0.3 - 0.03)
+        self.assertGreaterEqual(times[-1] - times[0], 1.2 - 0.03)
+
+    def test_delay_option_and_larger_of_the_two(self):
+        site = self.server({"/robots.txt": crawler_robots("User-agent: *\nCrawl-delay: 0.05\n"),
+                            "/": html_page("/1", "/2")})
+        site.routes["/1"] = site.routes["/2"] = html_page()
+        self.crawl_site(site.url(), max_tasks=3, delay=0.15)
+        times = self.page_times(site)
+        self.assertEqual(len(times), 3)
+        for earlier, later in zip(times, times[1:]):
+            self.assertGreaterEqual(later - earlier, 0.15 - 0.03)
+
+    def test_crawl_delay_of_another_agent_ignored(self):
+        site = self.server({"/robots.txt": crawler_robots("User-agent: otherbot\nCrawl-delay: 30\n\n"
+                                                          "User-agent: *\nDisallow:\n"),
+                            "/": html_page("/1", "/2", "/3", "/4")})
+        for i in range(1, 5):
+            site.routes[f"/{i}"] = html_page()
+        started = time.monotonic()
+        _, records = self.crawl_site(site.url(), max_tasks=4, run_timeout=10)
+        self.assertEqual(len(records), 5)
+        self.assertLess(time.monotonic() - started, 5)
+
+
+class CrawlerBodyTest(CrawlerTestCase):
+
+    def test_huge_and_binary_bodies(self):  # C31, max_size 1 MiB
+        block = b"\0" + os.urandom(256 * 1024 - 1)
+        total = 50 * 1024 * 1024
+
+        def send_big(conn, request, head):
+            conn.send(head)
+            try:
+                for _ in range(total // len(block)):
+                    conn.send(block)
+            except OSError:
+                pass
+            conn.close()
+            return "closed"
+
+        big_head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n"
+        cl_head = (b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n" % total)
+        server = self.raw_server({
+            "/": http_response("<a href='/big'>b</a><a href='/big-cl'>c</a><a href='/normal'>n</a>",
+                               headers=[("Content-Type", "text/html")]),
+            "/big": lambda conn, request: send_big(conn, request, big_head),
+            "/big-cl": lambda conn, request: send_big(conn, request, cl_head),
+            "/normal": http_response("<a href='/end'>e</a>", headers=[("Content-Type", "text/html")]),
+            "/end": http_response("<p>end</p>", headers=[("Content-Type", "text/html")]),
+        })
+        try:
+            import resource
+            peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        except ImportError:
+            resource = None
+        started = time.monotonic()
+        crawler, records = self.crawl_site(server.url(), max_size=1024 * 1024, max_tasks=4)
+        self.assertLess(time.monotonic() - started, 10)
+        self.assertEqual(set(records), {server.url(p) for p in ("/", "/big", "/big-cl", "/normal", "/end")})
+        self.assertRecord(records[server.url("/big")], status=200, error_kind="too_large", links=0)
+        self.assertLessEqual(records[server.url("/big")].size, 1024 * 1024)
+        self.assertRecord(records[server.url("/big-cl")], status=200, error_kind="too_large", links=0)
+        self.assertLessEqual(records[server.url("/big-cl")].size, 1024 * 1024)
+        self.assertRecord(records[server.url("/normal")], status=200, error=None, links=1)
+        self.assertRecord(records[server.url("/end")], status=200, error=None, referrer=server.url("/normal"))
+        if resource is not None:
+            grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before
+            self.assertLess(grown_kib, 40 * 1024)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
+
+    def test_binary_html_under_the_limit(self):
+        rng = random.Random(31)
+        noise = bytes(rng.randrange(256) for _ in range(20000))
+        site = self.server({"/": html_page("/nul", "/noise"), "/nul": Page(b"\0" + noise),
+                            "/noise": Page(noise.replace(b"\0", b"x").replace(b"<", b"x")
+                                           + b"<a href='/tail'>t</a>"),
+                            "/tail": html_page()})
+        _, records = self.crawl_site(site.url())
+        self.assertRecord(records[site.url("/nul")], status=200, error=None, links=0, size=20001)
+        self.assertRecord(records[site.url("/noise")], status=200, error=None)
+        self.assertIn(site.url("/tail"), records)
+
+
+# ---------------------------------------------------------------------------
+# Report, library use and the command line
+# ---------------------------------------------------------------------------
+
+
+class CrawlerReportTest(CrawlerTestCase):
+
+    def test_report_lines(self):
+        site = self.server({"/robots.txt": crawler_robots("User-agent: *\nDisallow: /private\n"),
+                            "/": html_page("/a", "/missing", "/r", "/private"),
+                            "/a": Page("<p>a</p>"), "/r": redirect("/a", 301)})
+        root_size = len(site.routes["/"].body)
+        crawler, records = self.crawl_site(site.url())
+        out = io.StringIO()
+        crawl.report(crawler, out)
+        lines = out.getvalue().split("\n")
+        u = site.url
+        self.assertEqual(lines[:6], [
+            f"200 {u('/')}  text/html  {root_size} bytes  4/4 new links",
+            f"200 {u('/a')}  text/html  8 bytes",
+            f"404 {u('/missing')}  text/plain  9 bytes",
+            f"--- {u('/private')}  [robots] {records[u('/private')].error}",
+            f"301 {u('/r')}  -  0 bytes  -> {u('/a')}",
+            "",
+        ])
+        summary = lines[6:]
+        self.assertEqual(summary[-1], "")
+        self.assertEqual(summary[:4], ["Status:   2xx 2, 3xx 1, 4xx 1", "Errors:   none",
+                                       "Unfetched: robots 1", f"Bytes:    {root_size + 8 + 9} (decoded bodies)"])
+        self.assertRegex(summary[4], r"^URLs:     5 in \d+\.\d\d s, 1 failed, \d+ pages/s$")
+        self.assertEqual(summary[5], "Crawled 2 pages (HTML, status 200)")
+        self.assertEqual(len(summary), 7)
+        self.assertEqual(crawl.summarize(crawler), summary[:-1])
+        quiet = io.StringIO()
+        crawl.report(crawler, quiet, quiet=True)
+        self.assertEqual(quiet.getvalue().split("\n"), summary)
+
+    def test_summary_errors_by_kind(self):
+        url = f"http://127.0.0.1:{crawler_free_port()}/"
+        crawler, _ = self.crawl_site(url, robots=False, max_tries=1)
+        summary = crawl.summarize(crawler)
+        self.assertEqual(summary[:3], ["Status:   no responses", "Errors:   connect 1", "Unfetched: none"])
+        self.assertEqual(summary[-1], "Crawled 0 pages (HTML, status 200)")
+
+
+class CrawlerLibraryTest(unittest.TestCase):
+
+    def setUp(self):
+        self.site = crawler_site_server({"/": html_page("/b", "/a"), "/a": html_page(),
+                                         "/b": html_page("/missing")})
+        self.addCleanup(self.site.close)
+
+    def test_crawl_helper(self):
+        records = crawl.crawl([self.site.url()], max_tasks=2, backoff=0.01)
+        self.assertEqual([r.url for r in records],
+                         [self.site.url(p) for p in ("/", "/a", "/b", "/missing")])
+        self.assertIsInstance(records[0], crawl.Record)
+        self.assertEqual([r.status for r in records], [200, 200, 200, 404])
+        self.assertEqual(crawl.crawl(self.site.url("/a"))[0].url, self.site.url("/a"))
+
+    def test_main_returns_status(self):
+        handlers = list(logging.root.handlers)
+        level = logging.root.level
+        self.addCleanup(setattr, logging.root, "handlers", handlers)
+        self.addCleanup(logging.root.setLevel, level)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            status = crawl.main(["-q", self.site.url()])
+        self.assertEqual(status, 1)
+        self.assertEqual(out.getvalue().splitlines()[-1], "Crawled 3 pages (HTML, status 200)")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            status = crawl.main(["-q", self.site.url("/a")])
+        self.assertEqual(status, 0)
+        with contextlib.redirect_stderr(io.StringIO()):
+            with self.assertRaises(SystemExit) as caught:
+                crawl.main(["--max-tasks", "0", self.site.url()])
+        self.assertEqual(caught.exception.code, 2)
+
+    def test_help_lists_every_option(self):
+        text = crawl.build_parser().format_help()
+        for option in ("--max-tasks", "--max-redirect", "--max-tries", "--max-pages", "--max-depth",
+                       "--delay", "--timeout", "--max-size", "--user-agent", "--lenient", "--exclude",
+                       "--no-robots", "--output", "--quiet", "--verbose"):
+            self.assertIn(option, text)
+        self.assertIn("examples:", text)
+        self.assertIn("default: 10", text)
+
+
+class CLITest(unittest.TestCase):
+
+    def site(self, routes):
+        site = crawler_site_server(routes)
+        self.addCleanup(site.close)
+        return site
+
+    def output_file(self):
+        handle, path = tempfile.mkstemp(prefix="crawl-test-", suffix=".jsonl")
+        os.close(handle)
+        os.unlink(path)
+        self.addCleanup(lambda: os.path.exists(path) and os.unlink(path))
+        return path
+
+    def test_exit_0_and_report(self):
+        site = self.site({"/": html_page("/a"), "/a": html_page()})
+        result = crawler_cli(site.url())
+        self.assertEqual(result.returncode, 0, result.stderr)
+        lines = result.stdout.splitlines()
+        self.assertTrue(lines[0].startswith(f"200 {site.url('/')}  text/html  "), lines[0])
+        self.assertTrue(lines[1].startswith(f"200 {site.url('/a')}  text/html  "), lines[1])
+        self.assertEqual(lines[2], "")
+        self.assertEqual(lines[-1], "Crawled 2 pages (HTML, status 200)")
+        self.assertEqual(result.stderr, "")  # no progress line when stderr is not a terminal
+        self.assertNotIn("\r", result.stdout)
+
+    def test_quiet_prints_only_the_summary(self):
+        site = self.site({"/": html_page("/a"), "/a": html_page()})
+        result = crawler_cli("-q", site.url())
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertTrue(result.stdout.startswith("Status:   2xx 2\n"), result.stdout)
+        self.assertNotIn(site.url(), result.stdout)
+
+    def test_exit_1_with_a_404(self):
+        site = self.site({"/": html_page("/missing")})
+        result = crawler_cli("-q", site.url())
+        self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+
+    def test_exit_2_for_usage_errors(self):
+        for args in ([], ["--max-tasks", "0", "example.test"], ["ftp://example.test/"]):
+            with self.subTest(args=args):
+                result = crawler_cli(*args)
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertIn("usage:", result.stderr)
+                self.assertEqual(result.stdout, "")
+        for args in (["--delay", "-1", "example.test"], ["--timeout", "0", "example.test"],
+                     ["--max-tries", "x", "example.test"], ["--exclude", "(", "example.test"],
+                     ["--bogus", "example.test"], ["mailto:a@example.test"], ["http://"],
+                     ["--cafile", "/no/such/file.pem", "example.test"]):
+            with self.subTest(args=args):
+                errors = io.StringIO()
+                with contextlib.redirect_stderr(errors), contextlib.redirect_stdout(io.StringIO()):
+                    with self.assertRaises(SystemExit) as caught:
+                        crawl.main(args)
+                self.assertEqual(caught.exception.code, 2)
+                self.assertIn("usage:", errors.getvalue())
+
+    def test_exit_2_when_no_root_could_be_fetched(self):
+        port = crawler_free_port()
+        result = crawler_cli("--max-tries", "1", "--no-robots", f"127.0.0.1:{port}")
+        self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+        self.assertIn("[connect]", result.stdout)
+        result = crawler_cli("--max-tries", "1", f"127.0.0.1:{port}")
+        self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+
+    def test_json_lines_output(self):
+        site = self.site({"/": html_page("/a", "/missing", "/r"), "/a": html_page(),
+                          "/r": redirect("/a")})
+        path = self.output_file()
+        result = crawler_cli("-q", "-o", path, site.url())
+        self.assertEqual(result.returncode, 1, result.stderr)
+        rows = crawler_read_jsonl(path)
+        self.assertEqual(len(rows), 4)
+        for row in rows:
+            self.assertEqual(list(row), list(crawl.RECORD_FIELDS))
+        by_url = {row["url"]: row for row in rows}
+        self.assertEqual(set(by_url), {site.url(p) for p in ("/", "/a", "/missing", "/r")})
+        self.assertEqual(by_url[site.url("/r")]["redirect"], site.url("/a"))
+        self.assertEqual(by_url[site.url("/missing")]["status"], 404)
+        self.assertEqual(by_url[site.url("/a")]["referrer"], site.url("/"))
+        self.assertEqual(dict(by_url[site.url("/")], elapsed=None), {
+            "url": site.url("/"), "status": 200, "reason": "OK", "content_type": "text/html",
+            "charset": "utf-8", "size": len(site.routes["/"].body), "links": 3, "new_links": 3,
+            "redirect": None, "error": None, "error_kind": None, "tries": 1, "elapsed": None,
+            "depth": 0, "referrer": None})
+
+    def interrupt(self, signum, expected_status):
+        routes = {"/": html_page(*[f"/p{i}" for i in range(30)])}
+        for i in range(30):
+            routes[f"/p{i}"] = crawler_slow_route(0.5, html_page())
+        site = self.site(routes)
+        path = self.output_file()
+        process = subprocess.Popen([sys.executable, os.path.join(HERE, "crawl.py"), "--max-tasks", "2",
+                                    "-o", path, site.url()], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, universal_newlines=True)
+        self.addCleanup(lambda: process.poll() is None and process.kill())
+        deadline = time.monotonic() + 15
+        while len([t for t in site.targets() if t.startswith("/p")]) < 3:
+            self.assertLess(time.monotonic(), deadline, "the crawl did not start")
+            self.assertIsNone(process.poll(), "the crawl ended early")
+            time.sleep(0.02)
+        process.send_signal(signum)
+        stdout, stderr = process.communicate(timeout=10)
+        self.assertEqual(process.returncode, expected_status, stderr)
+        match = re.search(r"^INTERRUPTED: (\d+) URLs remained unfetched$", stdout, re.M)
+        self.assertIsNotNone(match, stdout)
+        rows = crawler_read_jsonl(path)
+        urls = [row["url"] for row in rows]
+        self.assertEqual(len(urls), len(set(urls)))
+        self.assertEqual(set(urls), {site.url("/")} | {site.url(f"/p{i}") for i in range(30)})
+        interrupted = [row for row in rows if row["error_kind"] == "interrupted"]
+        finished = [row for row in rows if row["status"] == 200]
+        self.assertEqual(len(interrupted) + len(finished), 31)
+        self.assertEqual(int(match.group(1)), len(interrupted))
+        self.assertGreaterEqual(len(interrupted), 20)
+        self.assertGreaterEqual(len(finished), 2)
+        for row in rows:
+            self.assertEqual(list(row), list(crawl.RECORD_FIELDS))
+        for url in urls:  # the partial report lists every URL
+            self.assertIn(url, stdout)
+
+    def test_ctrl_c(self):
+        self.interrupt(signal.SIGINT, 130)
+
+    def test_sigterm(self):
+        self.interrupt(signal.SIGTERM, 143)
+
+
+if __name__ == "__main__":
+    unittest.main()
+
+
+_FAULT_CRAWL_PY = os.path.join(HERE, "crawl.py")
+
+
+# ---------------------------------------------------------------------------
+# Helpers for the fault tests
+# ---------------------------------------------------------------------------
+
+
+def _fault_drain(conn, timeout=10):
+    """Read and discard until the client closes (or timeout seconds)."""
+    conn.sock.settimeout(timeout)
+    try:
+        while conn.sock.recv(65536):
+            pass
+    except (OSError, socket.timeout):
+        pass
+
+
+def _fault_answer_then_reset(data):
+    """A RawServer script: read the request, send data, then reset."""
+    def script(conn):
+        if conn.read_request() is None:
+            return
+        conn.send(data)
+        time.sleep(0.02)  # let the bytes reach the client before the RST
+        conn.reset()
+    return script
+
+
+def _fault_answer_then_wait(data, read_first=True):
+    """A RawServer script: (read the request,) send data, then keep the
+    connection open until the client closes it."""
+    def script(conn):
+        if read_first and conn.read_request() is None:
+            return
+        conn.send(data)
+        _fault_drain(conn)
+    return script
+
+
+def _fault_dns_tries(max_tries):
+    """How many tries a name under .invalid gets here: 1 when the resolver
+    answers "no such name" (not retryable); max_tries when it cannot answer
+    now (EAI_AGAIN: no resolver reachable, which is worth another try)."""
+    try:
+        socket.getaddrinfo("crawl-py-test.invalid", 80, 0, socket.SOCK_STREAM)
+    except socket.gaierror as error:
+        return max_tries if error.errno == socket.EAI_AGAIN else 1
+    return None  # the name resolved: the test cannot run here
+
+
+def _fault_fds_back(before, timeout=3.0):
+    """Wait until this process's open file descriptors are those of before
+    (server threads close their ends a moment after the client); returns
+    the difference left, described, or "" when they are back."""
+    deadline = time.monotonic() + timeout
+    while True:
+        now = open_fds()
+        if now == before:
+            return ""
+        if time.monotonic() > deadline:
+            def describe(fds):
+                described = []
+                for fd in sorted(fds, key=int):
+                    try:
+                        described.append(f"{fd} -> {os.readlink('/proc/self/fd/' + fd)}")
+                    except OSError:
+                        described.append(fd)
+                return described
+            return f"opened and not closed: {describe(now - before)}; closed: {sorted(before - now)}"
+        time.sleep(0.01)
+
+
+def _fault_run_cli(args, timeout=60, **options):
+    """Run crawl.py in a subprocess; returns the CompletedProcess (text)."""
+    return subprocess.run([sys.executable, _FAULT_CRAWL_PY] + list(args), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout,
+                          **options)
+
+
+def _fault_read_jsonl(path):
+    """(records as dicts, raw text) of a JSON Lines file; every line must parse."""
+    with open(path, encoding="utf-8") as file:
+        text = file.read()
+    lines = text.split("\n")  # not splitlines(): U+2028 may be inside a JSON string
+    if lines[-1] == "":
+        lines.pop()
+    return [json.loads(line) for line in lines], text
+
+
+def _fault_quiet(server):
+    """A SiteServer that does not print the tracebacks of connections the
+    client reset or abandoned (expected in these tests)."""
+    if isinstance(server, SiteServer):
+        server.server.handle_error = lambda request, address: None
+    return server
+
+
+def _fault_wait_until(condition, timeout=10.0, what="the condition"):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.01)
+
+
+class FaultCase(LoopTestCase):
+    """A LoopTestCase that remembers the open file descriptors at the start,
+    closes its servers at the end of each test and can check that every
+    descriptor opened by the test was closed."""
+
+    def setUp(self):
+        super().setUp()
+        self.fds_before = open_fds()
+        self.servers = []
+
+    def serve(self, server):
+        """Register server (SiteServer or RawServer) to be closed."""
+        _fault_quiet(server)
+        self.servers.append(server)
+        self.addCleanup(server.close)
+        return server
+
+    def assert_no_leaks(self):
+        """Close the servers, then the descriptors must be those of the start."""
+        for server in self.servers:
+            server.close()
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0), "work left on the loop")
+        leaked = _fault_fds_back(self.fds_before)
+        self.assertFalse(leaked, f"file descriptors leaked: {leaked}")
+
+    def crawl_records(self, roots, **options):
+        """Crawl on the test's loop with quick retries; returns (crawler,
+        records dict). Each URL must have been recorded exactly once."""
+        settings = dict(robots=False, backoff=0.01, timeout=2.0, max_tries=3)
+        settings.update(options)
+        finished = []
+        crawler = crawl.Crawler(roots, on_record=finished.append, **settings)
+        records = self.run_co(crawler.crawl())
+        twice = [url for url, count in collections.Counter(r.url for r in finished).items() if count > 1]
+        self.assertEqual(twice, [], "URLs recorded more than once")
+        self.assertEqual(sorted(r.url for r in finished), sorted(records))
+        return crawler, records
+
+    def crawl_one(self, url, **options):
+        """Crawl a single URL; returns its Record (the only one)."""
+        _, records = self.crawl_records([url], **options)
+        self.assertEqual(list(records), [url], "one record, for the root")
+        return records[url]
+
+    def assert_record(self, record, status, error_kind, tries, error_contains=None):
+        self.assertEqual((record.status, record.error_kind, record.tries),
+                         (status, error_kind, tries), f"record: {record.as_dict()}")
+        if error_contains is not None:
+            self.assertIn(error_contains, record.error or "", f"record: {record.as_dict()}")
+
+
+# ---------------------------------------------------------------------------
+# Faults injected at the crawler level: each with its exact record
+# ---------------------------------------------------------------------------
+
+
+class FaultInjectionTest(FaultCase):
+    """Every fault ends in one record with the right error kind and tries
+    (network trouble and timeouts retried max_tries times; TLS, DNS and
+    protocol errors not), and leaves no socket open."""
+
+    def test_reset_while_reading_the_status_line(self):
+        server = self.serve(RawServer(_fault_answer_then_reset(b"HTTP/1.1 2")))
+        record = self.crawl_one(server.url(), max_tries=3)
+        self.assert_record(record, None, "reset", 3, "connection reset")
+        self.assertEqual(server.connections, 3)
+        self.assert_no_leaks()
+
+    def test_reset_while_reading_the_header_section(self):
+        server = self.serve(RawServer(_fault_answer_then_reset(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Le")))
+        record = self.crawl_one(server.url(), max_tries=3)
+        self.assert_record(record, None, "reset", 3, "connection reset")
+        self.assertEqual(server.connections, 3)
+        self.assert_no_leaks()
+
+    def test_reset_while_reading_the_body(self):
+        server = self.serve(RawServer(_fault_answer_then_reset(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 1000\r\n\r\n"
+            + b"<p>" * 40)))
+        record = self.crawl_one(server.url(), max_tries=3)
+        self.assert_record(record, None, "reset", 3, "connection reset")
+        self.assertEqual(server.connections, 3)
+        self.assert_no_leaks()
+
+    def test_server_closes_right_after_accept(self):
+        # No byte of a response: the same trouble as a reset, whether the
+        # kernel ends the connection with a FIN or (the request having
+        # arrived) an RST; like http.client's RemoteDisconnected, it is a
+        # ConnectionResetError, worth another try.
+        server = self.serve(RawServer(lambda conn: conn.close()))
+        record = self.crawl_one(server.url(), max_tries=3)
+        self.assert_record(record, None, "reset", 3)
+        self.assertEqual(server.connections, 3)
+        self.assert_no_leaks()
+
+    def test_server_sends_fin_before_any_byte(self):
+        # The deterministic FIN variant: the server shuts its side at once,
+        # then reads the request so that no RST is ever sent.
+        def script(conn):
+            conn.sock.shutdown(socket.SHUT_WR)
+            _fault_drain(conn)
+        server = self.serve(RawServer(script))
+        record = self.crawl_one(server.url(), max_tries=2)
+        self.assert_record(record, None, "reset", 2)
+        self.assertEqual(server.connections, 2)
+        self.assert_no_leaks()
+
+    def test_server_accepts_and_never_answers(self):
+        server = self.serve(RawServer(_fault_answer_then_wait(b"")))
+        started = time.monotonic()
+        record = self.crawl_one(server.url(), max_tries=2, timeout=0.3)
+        elapsed = time.monotonic() - started
+        self.assert_record(record, None, "timeout", 2, "timed out after 0.3 s")
+        self.assertEqual(server.connections, 2)
+        self.assertGreaterEqual(elapsed, 0.6)
+        self.assertLess(elapsed, 3.0)
+        self.assert_no_leaks()
+
+    def test_trickling_server_cannot_extend_the_total_deadline(self):
+        # A byte every 20 ms never trips the idle read timeout: the total
+        # deadline (timeout) ends each try.
+        def script(conn):
+            if conn.read_request() is None:
+                return
+            try:
+                conn.send(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                for _ in range(500):
+                    conn.send(b"a")
+                    time.sleep(0.02)
+            except OSError:
+                pass
+        server = self.serve(RawServer(script))
+        started = time.monotonic()
+        record = self.crawl_one(server.url(), max_tries=2, timeout=0.3)
+        self.assert_record(record, None, "timeout", 2, "timed out after 0.3 s")
+        self.assertLess(time.monotonic() - started, 3.0)
+        self.assert_no_leaks()
+
+    def test_server_that_is_not_http_sends_a_banner(self):
+        server = self.serve(RawServer(_fault_answer_then_wait(b"SSH-2.0-OpenSSH_9.6\r\n",
+                                                              read_first=False)))
+        record = self.crawl_one(server.url(), max_tries=3)
+        self.assert_record(record, None, "protocol", 1, "invalid status line")
+        self.assertIn("SSH-2.0-OpenSSH_9.6", record.error)
+        self.assertEqual(server.connections, 1)
+        self.assert_no_leaks()
+
+    def test_server_that_is_not_http_sends_binary(self):
+        rng = random.Random(6)
+        garbage = bytes(rng.randrange(256) for _ in range(3000)) + b"\r\n"
+        self.assertFalse(garbage.startswith(b"HTTP/"))
+        server = self.serve(RawServer(_fault_answer_then_wait(garbage)))
+        record = self.crawl_one(server.url(), max_tries=3)
+        self.assert_record(record, None, "protocol", 1, "invalid status line")
+        self.assertEqual(server.connections, 1)
+        self.assert_no_leaks()
+
+    def test_tls_spoken_to_a_plain_http_port(self):
+        site = self.serve(SiteServer({"/": html_page()}))
+        url = site.url("/").replace("http://", "https://")
+        record = self.crawl_one(url, max_tries=3)
+        self.assert_record(record, None, "tls", 1)
+        self.assertTrue(record.error.startswith("TLS"), record.error)
+        self.assertEqual(site.requests, [], "no request reached the plain server")
+        self.assert_no_leaks()
+
+    def test_plain_http_spoken_to_a_tls_port(self):
+        # The TLS server resets the connection it cannot read a handshake
+        # from: the client sees a reset and no byte of a response.
+        site = self.serve(SiteServer({"/": html_page()}, tls=True))
+        url = site.url("/").replace("https://", "http://")
+        record = self.crawl_one(url, max_tries=3)
+        self.assert_record(record, None, "reset", 3)
+        self.assertEqual(site.requests, [])
+        self.assert_no_leaks()
+
+    def test_certificate_that_does_not_verify(self):
+        site = self.serve(SiteServer({"/": html_page()}, tls=True))
+        record = self.crawl_one(site.url("/"), max_tries=3)  # default verification
+        self.assert_record(record, None, "tls", 1, "certificate verify failed")
+        self.assertRegex(record.error, r"self.signed certificate")
+        self.assertEqual(site.requests, [])
+        self.assert_no_leaks()
+
+    def test_certificate_verifies_with_its_ca(self):
+        site = self.serve(SiteServer({"/": html_page()}, tls=True))
+        record = self.crawl_one(site.url("/"), max_tries=3, cafile=CERT_FILE)
+        self.assert_record(record, 200, None, 1)
+        self.assert_no_leaks()
+
+    def test_host_that_does_not_resolve(self):
+        tries = _fault_dns_tries(3)
+        if tries is None:
+            self.skipTest("this resolver answers for names under .invalid")
+        record = self.crawl_one("http://crawl-py-test.invalid/", max_tries=3)
+        self.assert_record(record, None, "dns", tries, "cannot resolve host")
+        self.assert_no_leaks()
+
+    def test_connection_refused(self):
+        with socket.socket() as closed_port:  # bound, never listening: refused
+            closed_port.bind(("127.0.0.1", 0))
+            url = f"http://127.0.0.1:{closed_port.getsockname()[1]}/"
+            record = self.crawl_one(url, max_tries=3)
+        self.assert_record(record, None, "connect", 3)
+        self.assert_no_leaks()
+
+    def test_truncated_gzip_body_is_a_decoding_error(self):
+        # Content-Length is honoured but the gzip stream inside ends half
+        # way: the body is not whole and must not pass for a good page.
+        body = gzip.compress(b"<html><body>" + bytes(range(256)) * 100 + b"</body></html>")
+        cut = body[:len(body) // 2]
+        server = self.serve(RawServer.responses({"/": http_response(
+            cut, headers=[("Content-Type", "text/html"), ("Content-Encoding", "gzip")])}))
+        record = self.crawl_one(server.url(), max_tries=3)
+        self.assert_record(record, 200, "decoding", 1)
+        self.assert_no_leaks()
+
+
+class FaultServerDiesTest(FaultCase):
+
+    def test_server_dies_in_the_middle_of_a_crawl(self):
+        # "/" links to "/a"; "/a" links to 30 pages and shuts the server
+        # down (listener closed) before answering. Every one of the 30
+        # queued URLs ends with one record: connect, after its tries.
+        links = [f"/p{i}" for i in range(30)]
+        site = None
+
+        def dying(handler):
+            site.server.shutdown()
+            site.server.server_close()
+            return html_page(*links)
+
+        site = self.serve(SiteServer({"/": html_page("/a"), "/a": dying}, protocol="HTTP/1.0"))
+        started = time.monotonic()
+        crawler, records = self.crawl_records([site.url("/")], max_tasks=5, max_tries=3)
+        self.assertLess(time.monotonic() - started, 5.0, "the crawl ends promptly")
+        self.assertEqual(sorted(records), sorted(site.url(t) for t in ["/", "/a"] + links))
+        self.assert_record(records[site.url("/")], 200, None, 1)
+        self.assert_record(records[site.url("/a")], 200, None, 1)
+        for link in links:
+            self.assert_record(records[site.url(link)], None, "connect", 3)
+        self.assertEqual(site.targets(), ["/", "/a"])
+        self.assertEqual(crawler.frontier.unfinished, 0)
+        self.assert_no_leaks()
+
+
+# ---------------------------------------------------------------------------
+# No leaks
+# ---------------------------------------------------------------------------
+
+
+class FaultLeakTest(FaultCase):
+
+    def test_no_descriptor_or_task_left_after_clean_and_faulty_crawls(self):
+        pages = {"/": html_page(*[f"/p{i}" for i in range(40)])}
+        for i in range(40):
+            pages[f"/p{i}"] = html_page("/", f"/p{(i + 1) % 40}")
+        site = self.serve(SiteServer(pages))
+        tls_site = self.serve(SiteServer(pages, tls=True))
+        raw = self.serve(RawServer(_fault_answer_then_reset(b"HTTP/1.1 200 OK\r\n")))
+        # clean, with robots.txt and keep-alive (connections pooled)
+        _, records = self.crawl_records([site.url("/")], robots=True, max_tasks=8)
+        self.assertEqual(len(records), 41)
+        self.assertTrue(all(r.status == 200 for r in records.values()))
+        # clean over TLS
+        _, records = self.crawl_records([tls_site.url("/")], max_tasks=8, cafile=CERT_FILE)
+        self.assertEqual(len(records), 41)
+        self.assertTrue(all(r.status == 200 for r in records.values()))
+        # faulty: resets, a certificate that does not verify, a refused port
+        with socket.socket() as closed_port:
+            closed_port.bind(("127.0.0.1", 0))
+            refused = f"http://127.0.0.1:{closed_port.getsockname()[1]}/"
+            _, records = self.crawl_records([raw.url("/"), tls_site.url("/"), refused],
+                                            max_tries=2)
+        self.assertEqual({url: r.error_kind for url, r in records.items()},
+                         {raw.url("/"): "reset", tls_site.url("/"): "tls", refused: "connect"})
+        self.assert_no_leaks()
+
+    def test_no_descriptor_or_task_left_after_an_interrupted_crawl(self):
+        release = threading.Event()
+        self.addCleanup(release.set)
+
+        def blocked(handler):
+            release.wait(10)
+            return html_page()
+
+        pages = {"/": html_page(*[f"/p{i}" for i in range(20)])}
+        for i in range(20):
+            pages[f"/p{i}"] = blocked if i % 2 else html_page()
+        site = self.serve(SiteServer(pages))
+        crawler = crawl.Crawler([site.url("/")], robots=False, max_tasks=4, timeout=5)
+        with self.assertRaises(TimeoutError):
+            self.loop.run_until_complete(crawl.wait_for(crawler.crawl(), 0.5))
+        self.loop.run_until_complete(crawl.sleep(0))
+        self.assertTrue(crawler.interrupted)
+        # The 4 workers are held by /p1, /p3, /p5 and /p7; the even pages
+        # before them are done; everything else was still queued.
+        got = {url: (r.status, r.error_kind) for url, r in crawler.records.items()}
+        want = {site.url("/"): (200, None)}
+        for i in range(20):
+            done = i % 2 == 0 and i < 8
+            want[site.url(f"/p{i}")] = (200, None) if done else (None, "interrupted")
+        self.assertEqual(got, want)
+        release.set()
+        self.assert_no_leaks()
+
+
+# ---------------------------------------------------------------------------
+# Nothing lost
+# ---------------------------------------------------------------------------
+
+
+class FaultNothingLostTest(FaultCase):
+
+    def test_every_url_seen_or_refused_has_exactly_one_record(self):
+        with socket.socket() as closed_port:
+            closed_port.bind(("127.0.0.1", 0))
+            dead = f"http://127.0.0.1:{closed_port.getsockname()[1]}/dead"
+
+            def reset(conn, request):
+                conn.reset()
+                return "closed"
+
+            def silent(conn, request):
+                _fault_drain(conn)
+                return "closed"
+
+            links = ["/ok", "/e500", "/e502", "/busy", "/reset", "/slow", "/redir", "/missing",
+                     dead, "http://elsewhere.invalid/x", "ftp://127.0.0.1/f", "mailto:a@b.c",
+                     "/ok#again"]
+            close = [("Connection", "close")]  # one request per connection: exact counts
+            html = close + [("Content-Type", "text/html")]
+            table = {
+                "/": http_response(html_page(*links).body, headers=html),
+                "/ok": http_response("<p>ok</p>", headers=html),
+                "/e500": http_response("boom", "500 Internal Server Error", close),
+                "/e502": http_response("bad gateway", "502 Bad Gateway", close),
+                "/busy": http_response("", "503 Service Unavailable", close + [("Retry-After", "0")]),
+                "/reset": reset,
+                "/slow": silent,
+                "/redir": http_response("", "302 Found", close + [("Location", "/target")]),
+                "/target": http_response("<p>here</p>", headers=html),
+                "/missing": http_response("not here", "404 Not Found", close),
+            }
+            server = self.serve(RawServer.responses(table))
+            crawler, records = self.crawl_records([server.url("/")], max_tasks=4, max_tries=2,
+                                                  timeout=0.3)
+        seen = {server.url(target) for target in server.targets} | {dead}  # served or refused
+        self.assertEqual(set(records), seen)
+        expected = {
+            "/": (200, None, 1), "/ok": (200, None, 1), "/e500": (500, None, 1),
+            "/e502": (502, None, 1), "/busy": (503, None, 2), "/reset": (None, "reset", 2),
+            "/slow": (None, "timeout", 2), "/redir": (302, None, 1), "/target": (200, None, 1),
+            "/missing": (404, None, 1),
+        }
+        got = {url: (r.status, r.error_kind, r.tries) for url, r in records.items()}
+        want = {server.url(t): value for t, value in expected.items()}
+        want[dead] = (None, "connect", 2)
+        self.assertEqual(got, want)
+        self.assertEqual(records[server.url("/redir")].redirect, server.url("/target"))
+        self.assertEqual(collections.Counter(server.targets), collections.Counter({
+            "/": 1, "/ok": 1, "/e500": 1, "/e502": 1, "/busy": 2, "/reset": 2, "/slow": 2,
+            "/redir": 1, "/target": 1, "/missing": 1}))
+        self.assertEqual(server.connections, len(server.targets))
+        self.assertEqual(crawler.stats()["queued"], 0)
+        self.assert_no_leaks()
+
+
+# ---------------------------------------------------------------------------
+# Resource exhaustion and signals (the command line in a subprocess)
+# ---------------------------------------------------------------------------
+
+
+class FaultSubprocessTest(unittest.TestCase):
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="crawl-test-faults-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.output = os.path.join(self.tmp, "records.jsonl")
+
+    def serve(self, server):
+        self.addCleanup(server.close)
+        return _fault_quiet(server)
+
+    @unittest.skipIf(resource is None, "needs the resource module")
+    def test_out_of_file_descriptors_slows_the_crawl_but_loses_nothing(self):
+        count = 300
+        pages = {"/": html_page(*[f"/p{i}" for i in range(count)])}
+        for i in range(count):
+            pages[f"/p{i}"] = html_page("/", f"/p{(i + 7) % count}")
+        site = self.serve(SiteServer(pages))
+
+        def lower_the_limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
+
+        result = _fault_run_cli(["-q", "--max-tasks", "500", "-o", self.output, site.url("/")],
+                                preexec_fn=lower_the_limit)
+        self.assertNotIn("Traceback", result.stderr)
+        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+        records, _ = _fault_read_jsonl(self.output)
+        urls = collections.Counter(r["url"] for r in records)
+        self.assertEqual(set(urls), {site.url("/")} | {site.url(f"/p{i}") for i in range(count)})
+        self.assertEqual(set(urls.values()), {1}, "each page recorded once")
+        self.assertEqual({(r["status"], r["error_kind"]) for r in records}, {(200, None)})
+        self.assertIn(f"Crawled {count + 1} pages", result.stdout)
+        # each page fetched once: waiting for a descriptor is not a try
+        self.assertEqual(collections.Counter(site.targets()),
+                         collections.Counter(["/robots.txt", "/"] + [f"/p{i}" for i in range(count)]))
+        self.assertLessEqual(site.connections, 128)
+
+    def _blocking_site(self):
+        """A site whose "/p10" never answers (until the test ends): with
+        --max-tasks 1, "/" and "/p0".."/p9" are finished when "/p10" is
+        asked for."""
+        release = threading.Event()
+        self.addCleanup(release.set)
+
+        def blocked(handler):
+            release.wait(30)
+            return html_page()
+
+        pages = {"/": html_page(*[f"/p{i}" for i in range(20)])}
+        for i in range(20):
+            pages[f"/p{i}"] = blocked if i == 10 else html_page()
+        site = self.serve(SiteServer(pages))
+        return site
+
+    def _start_blocked_crawl(self, site):
+        process = subprocess.Popen(
+            [sys.executable, _FAULT_CRAWL_PY, "--no-robots", "--max-tasks", "1", "-o", self.output,
+             site.url("/")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            universal_newlines=True)
+        self.addCleanup(lambda: process.poll() is None and process.kill())
+        _fault_wait_until(lambda: "/p10" in site.targets(), what="the request for /p10")
+        return process
+
+    def test_sigterm_gives_a_partial_report_flushed_output_and_exit_143(self):
+        site = self._blocking_site()
+        process = self._start_blocked_crawl(site)
+        process.send_signal(signal.SIGTERM)
+        stdout, stderr = process.communicate(timeout=10)
+        self.assertEqual(process.returncode, 143, stderr)
+        self.assertNotIn("Traceback", stderr)
+        self.assertIn("INTERRUPTED: 10 URLs remained unfetched", stdout)
+        self.assertIn("Crawled 11 pages", stdout)
+        records, text = _fault_read_jsonl(self.output)
+        self.assertTrue(text.endswith("\n"))
+        got = {r["url"]: (r["status"], r["error_kind"]) for r in records}
+        self.assertEqual(len(records), len(got), "each URL once")
+        want = {site.url("/"): (200, None)}
+        for i in range(20):
+            want[site.url(f"/p{i}")] = (200, None) if i < 10 else (None, "interrupted")
+        self.assertEqual(got, want)
+        for url in want:  # the report lists every URL too
+            self.assertIn(url, stdout)
+
+    def test_sigkill_leaves_whole_lines_and_every_finished_record(self):
+        site = self._blocking_site()
+        process = self._start_blocked_crawl(site)
+        process.kill()
+        process.communicate(timeout=10)
+        self.assertEqual(process.returncode, -signal.SIGKILL)
+        records, text = _fault_read_jsonl(self.output)  # every line parses
+        self.assertTrue(text.endswith("\n"), "no partial last line")
+        self.assertEqual([(r["url"], r["status"]) for r in records],
+                         [(site.url("/"), 200)] + [(site.url(f"/p{i}"), 200) for i in range(10)])
+
+    def test_sigkill_at_a_random_moment_leaves_only_whole_lines(self):
+        pages = {"/": html_page(*[f"/p{i}" for i in range(400)])}
+        for i in range(400):
+            pages[f"/p{i}"] = html_page("/", extra="x" * 2000)
+        site = self.serve(SiteServer(pages))
+        process = subprocess.Popen(
+            [sys.executable, _FAULT_CRAWL_PY, "-q", "--no-robots", "--max-tasks", "20", "-o", self.output,
+             site.url("/")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda: process.poll() is None and process.kill())
+        _fault_wait_until(lambda: len(site.targets()) > 50, what="50 requests")
+        process.kill()
+        process.wait(10)
+        records, text = _fault_read_jsonl(self.output)
+        self.assertTrue(text == "" or text.endswith("\n"), "no partial last line")
+        self.assertEqual(len({r["url"] for r in records}), len(records))
+
+
+# ---------------------------------------------------------------------------
+# The response parser under garbage
+# ---------------------------------------------------------------------------
+
+
+def _fault_chunked(body, sizes=(7, 100, 1, 3000)):
+    out, i, n = b"", 0, 0
+    while i < len(body):
+        size = sizes[n % len(sizes)]
+        piece = body[i:i + size]
+        ext = b";name=value" if n == 1 else b""
+        out += b"%x%s\r\n%s\r\n" % (len(piece), ext, piece)
+        i, n = i + size, n + 1
+    return out + b"0\r\nX-Trailer: yes\r\n\r\n"
+
+
+def _fault_parser_corpus():
+    """(response bytes, method) pairs: the valid and malformed responses
+    the HTTP tests use, for the fuzzer to start from."""
+    page = b"<!doctype html><html><body>" + b"<a href='/x'>x</a>\n" * 30 + b"</body></html>"
+    deflate = zlib.compressobj(wbits=-15)
+    raw_deflate = deflate.compress(page) + deflate.flush()
+    text = [("Content-Type", "text/html; charset=utf-8")]
+    chunked = [("Transfer-Encoding", "chunked")]
+    items = [
+        http_response(page, headers=text),
+        http_response(b"hello", "200"),  # no reason phrase
+        b"HTTP/1.1 200 \r\nContent-Length: 2\r\n\r\nok",
+        b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nread until the server closes",
+        b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nclose-delimited",
+        http_response(_fault_chunked(page), headers=text + chunked, length=False),
+        http_response(gzip.compress(page), headers=text + [("Content-Encoding", "gzip")]),
+        http_response(_fault_chunked(gzip.compress(page)),
+                      headers=[("Content-Encoding", "gzip")] + chunked, length=False),
+        http_response(zlib.compress(page), headers=[("Content-Encoding", "deflate")]),
+        http_response(raw_deflate, headers=[("Content-Encoding", "deflate")]),
+        http_response(gzip.compress(page), headers=[("Content-Encoding", "x-gzip, identity")]),
+        http_response(gzip.compress(b"\0" * 300000), headers=[("Content-Encoding", "gzip")]),
+        b"HTTP/1.1 200 OK\nContent-Length: 5\nContent-Type: text/plain\n\nhello",  # bare LF
+        b"HTTP/1.1 100 Continue\r\n\r\n" + http_response(b"after 100"),
+        b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n" + http_response(b"x"),
+        b"HTTP/1.1 102 Processing\r\n\r\n" * 20 + http_response(b"many interim"),
+        b"HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\n\r\nstray bytes after a 304",
+        b"HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n0123456789",
+        b"HTTP/1.1 200 OK\r\nX-Folded: a\r\n  b\r\n\tc\r\nContent-Length: 3\r\n\r\nabc",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5, 5\r\nContent-Length: 5\r\n\r\nhello",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+        b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\nx",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\nx",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFF\r\nabc",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcdeXX0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 3\r\n\r\nabc",
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 9\r\n\r\nnot gzip!",
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
+        b"HTTP/1.1 302 Found\r\nLocation: /next\r\nContent-Length: 0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\n no-field-before-this\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-F%d: v\r\n" % i for i in range(201)) + b"\r\n",
+        b"HTTP/1.1 200 OK\r\nX-Big: " + b"b" * 70000 + b"\r\n\r\n",
+        b"HTTP/2 200\r\n\r\n",
+        b"ICY 200 OK\r\n\r\n",
+        b"SSH-2.0-OpenSSH_9.6\r\n",
+        b"HTTP/1.1 200 OK\r\n",
+        b"",
+        b"\r\n",
+    ]
+    corpus = [(item, "GET") for item in items]
+    corpus.append((http_response(b"", headers=[("Content-Length", "1234")], length=False), "HEAD"))
+    corpus.append((http_response(page, headers=text) + b"trailing", "HEAD"))
+    return corpus
+
+
+_FAULT_TOKENS = (b"\r\n", b"\n", b"\r", b":", b" ", b"\t", b";", b",", b"0", b"9", b"f", b"\x00",
+                 b"\xff", b"HTTP/1.1 ", b"HTTP/1.1 100 Continue\r\n\r\n", b"\r\n\r\n",
+                 b"Content-Length: 7\r\n", b"Transfer-Encoding: chunked\r\n",
+                 b"Content-Encoding: gzip\r\n", b"Content-Encoding: deflate\r\n",
+                 b"ffffffff\r\n", b"99999999")
+
+
+def _fault_mutate(rng, data):
+    """Flip, drop, duplicate or insert bytes, or truncate: 1 to 4 times."""
+    data = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        op = rng.choice((0, 0, 0, 1, 1, 2, 2, 3, 3, 3, 4, 5, 5))
+        i = rng.randrange(len(data) + 1)
+        if op == 0 and data:  # flip a bit
+            i = min(i, len(data) - 1)
+            data[i] ^= 1 << rng.randrange(8)
+        elif op == 1:  # drop bytes
+            del data[i:i + rng.randint(1, 8)]
+        elif op == 2:  # duplicate a run
+            data[i:i] = data[i:i + rng.randint(1, 64)]
+        elif op == 3:  # insert a token or random bytes
+            if rng.random() < 0.7:
+                data[i:i] = rng.choice(_FAULT_TOKENS)
+            else:
+                data[i:i] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 16)))
+        elif op == 4:  # truncate
+            del data[i:]
+        else:  # overwrite a byte with another that means something
+            if data:
+                i = min(i, len(data) - 1)
+                data[i] = rng.choice(b"\r\n :;0123456789abcdefABCDEF\t\x00")
+    return bytes(data)
+
+
+def _fault_split_points(rng, length):
+    """Where the stream is cut between reads: none, a few, or (small
+    messages) every byte."""
+    if length > 1 and length < 3000 and rng.random() < 0.05:
+        return list(range(1, length))
+    return sorted(rng.sample(range(length + 1), min(length + 1, rng.randint(0, 8))))
+
+
+class _FaultPieceSocket:
+    """A socket stand-in for Stream: recv() and recv_into() return the data
+    in the pieces given by the split points, then EOF; it never blocks."""
+
+    def __init__(self, data, cuts):
+        bounds = [0] + [c for c in cuts if 0 < c < len(data)] + [len(data)]
+        self.pieces = collections.deque(data[a:b] for a, b in zip(bounds, bounds[1:]) if b > a)
+        self.reads_after_eof = 0
+
+    def recv(self, max_bytes):
+        if not self.pieces:
+            self.reads_after_eof += 1
+            if self.reads_after_eof > 100:
+                raise AssertionError("read again and again after EOF: a hang")
+            return b""
+        piece = self.pieces.popleft()
+        if len(piece) > max_bytes:
+            self.pieces.appendleft(piece[max_bytes:])
+            piece = piece[:max_bytes]
+        return piece
+
+    def recv_into(self, buffer):
+        piece = self.recv(len(buffer))
+        buffer[:len(piece)] = piece
+        return len(piece)
+
+    def fileno(self):
+        return -1
+
+    def close(self):
+        pass
+
+
+class _FaultParserDeadline(BaseException):
+    """Raised by SIGALRM in a parse that does not end: a BaseException so
+    that no ``except Exception`` on the way can swallow it."""
+
+
+def _fault_alarm(signum, frame):
+    raise _FaultParserDeadline("read_response did not end within its deadline (a hang)")
+
+
+class FuzzResponseParserTest(LoopTestCase):
+    """Mutated responses, fed to crawl.read_response: each ends within its
+    deadline in a parsed response or a documented error (HTTPError
+    subclasses; IncompleteReadError when the head is cut short). The seed
+    is in every failure message: FUZZ_SEED=N replays it."""
+
+    CASES = 10000
+    SOCKET_CASES = 1000
+    DOCUMENTED = (crawl.HTTPError, crawl.IncompleteReadError)
+
+    def setUp(self):
+        super().setUp()
+        previous = signal.signal(signal.SIGALRM, _fault_alarm)
+        self.addCleanup(signal.signal, signal.SIGALRM, previous)
+        self.addCleanup(signal.setitimer, signal.ITIMER_REAL, 0)
+
+    def seed(self):
+        """The seed: 6006 (a fixed default keeps the suite deterministic),
+        FUZZ_SEED=N to replay a failure, FUZZ_SEED=random to explore."""
+        value = os.environ.get("FUZZ_SEED", "6006")
+        return random.randrange(2 ** 32) if value == "random" else int(value)
+
+    def parse_in_memory(self, data, cuts, method, max_body_size, context, deadline=2.0):
+        """read_response over an in-memory stream cut at cuts: the (response,
+        reusable) tuple or the exception raised. A parse that does not end
+        within deadline seconds, or that waits for I/O, fails the test."""
+        stream = crawl.Stream(_FaultPieceSocket(data, cuts))
+        coro = crawl.read_response(stream, method, "http://fuzz.test/", max_body_size)
+        signal.setitimer(signal.ITIMER_REAL, deadline)
+        try:
+            coro.send(None)
+        except StopIteration as stop:
+            return stop.value
+        except _FaultParserDeadline as error:
+            self.fail(f"{context}: {error}")
+        except Exception as error:
+            return error
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            coro.close()
+        self.fail(f"{context}: waited for I/O on a stream that never blocks")
+
+    def check_outcome(self, outcome, max_body_size, context):
+        if isinstance(outcome, BaseException):
+            if not isinstance(outcome, self.DOCUMENTED):
+                self.fail(f"{context}: undocumented {type(outcome).__name__}: {outcome}\n"
+                          + "".join(traceback.format_exception(type(outcome), outcome,
+                                                               outcome.__traceback__)))
+            response = getattr(outcome, "response", None)
+            if response is not None:
+                self.assertIsInstance(response, crawl.Response, context)
+                self.assertTrue(response.truncated, context)
+            return
+        self.assertIsInstance(outcome, tuple, context)
+        response, reusable = outcome
+        self.assertIsInstance(response, crawl.Response, context)
+        self.assertIn(reusable, (True, False), context)
+        self.assertIsInstance(response.status, int, context)
+        self.assertIsInstance(response.body, bytes, context)
+        self.assertLessEqual(len(response.body), max_body_size, context)
+        self.assertFalse(response.truncated, context)
+
+    def test_mutated_responses_through_an_in_memory_stream(self):
+        seed = self.seed()
+        rng = random.Random(seed)
+        corpus = _fault_parser_corpus()
+        started = time.monotonic()
+        for case in range(self.CASES):
+            original, method = rng.choice(corpus)
+            data = original if rng.random() < 0.03 else _fault_mutate(rng, original)
+            cuts = _fault_split_points(rng, len(data))
+            max_body_size = rng.choice((crawl.DEFAULT_MAX_BODY_SIZE, 1000, 64, 1))
+            context = (f"FUZZ_SEED={seed} case {case}: {method} {data[:300]!r}"
+                       f"{'...' if len(data) > 300 else ''} cut at {cuts[:20]}, "
+                       f"max_body_size {max_body_size}")
+            outcome = self.parse_in_memory(data, cuts, method, max_body_size, context)
+            self.check_outcome(outcome, max_body_size, context)
+        self.assertLess(time.monotonic() - started, 15, f"FUZZ_SEED={seed}: too slow")
+
+    def _read_one(self, stream, method, max_body_size):
+        try:
+            return (yield from crawl.read_response(stream, method, "http://fuzz.test/",
+                                                   max_body_size))
+        except Exception as error:  # judged by check_outcome
+            return error
+
+    def _write_pieces(self, sock, data, cuts):
+        bounds = [0] + [c for c in cuts if 0 < c < len(data)] + [len(data)]
+        try:
+            for a, b in zip(bounds, bounds[1:]):
+                if b > a:
+                    yield from crawl.sendall(sock, data[a:b], 2.0)
+                yield from crawl.sleep(0)
+        finally:
+            sock.close()
+
+    def test_mutated_responses_through_a_socket_pair(self):
+        seed = self.seed()
+        rng = random.Random(seed)
+        corpus = [(data, method) for data, method in _fault_parser_corpus() if len(data) < 60000]
+        for case in range(self.SOCKET_CASES):
+            original, method = rng.choice(corpus)
+            data = _fault_mutate(rng, original)
+            cuts = sorted(rng.sample(range(len(data) + 1), min(len(data) + 1, rng.randint(0, 4))))
+            max_body_size = rng.choice((crawl.DEFAULT_MAX_BODY_SIZE, 1000, 64))
+            context = f"FUZZ_SEED={seed} socket case {case}: {method} {data[:300]!r} cut at {cuts}"
+            reader, writer = socket.socketpair()
+            reader.setblocking(False)
+            writer.setblocking(False)
+            stream = crawl.Stream(reader, read_timeout=2.0)
+            signal.setitimer(signal.ITIMER_REAL, 5.0)  # a parse that never yields
+            try:
+                outcome, _ = self.loop.run_until_complete(crawl.wait_for(crawl.gather(
+                    self._read_one(stream, method, max_body_size),
+                    self._write_pieces(writer, data, cuts)), 3.0))
+            except (TimeoutError, _FaultParserDeadline):
+                self.fail(f"{context}: no outcome within the deadline (a hang)")
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                reader.close()
+                writer.close()
+            self.check_outcome(outcome, max_body_size, context)
+        self.loop.run_until_complete(crawl.sleep(0))
+        self.assertEqual(self.loop.pending_work(), (0, 0, 0), f"FUZZ_SEED={seed}")
+
+    def test_unmutated_responses_parse_whatever_the_cuts(self):
+        # The first 20 of the corpus are valid: whole, or cut anywhere
+        # across reads, each parses to the same response.
+        rng = random.Random(20)
+        for data, method in _fault_parser_corpus()[:20]:
+            whole = self.parse_in_memory(data, [], method, crawl.DEFAULT_MAX_BODY_SIZE, data[:80])
+            self.assertIsInstance(whole, tuple, f"{data[:80]!r}: {whole!r}")
+            self.assertIn(whole[0].status, (200, 204, 302, 304), data[:80])
+            for _ in range(20):
+                cuts = _fault_split_points(rng, len(data))
+                cut = self.parse_in_memory(data, cuts, method, crawl.DEFAULT_MAX_BODY_SIZE,
+                                           f"{data[:80]!r} cut at {cuts}")
+                self.assertIsInstance(cut, tuple, f"{data[:80]!r} cut at {cuts}: {cut!r}")
+                # (reusable may differ: stray bytes after a 304 or 204 that
+                # have not arrived yet cannot be seen; the pool checks later)
+                self.assertEqual((cut[0].status, cut[0].headers.items(), cut[0].body),
+                                 (whole[0].status, whole[0].headers.items(), whole[0].body),
+                                 f"{data[:80]!r} cut at {cuts}")
+
+
+# ---------------------------------------------------------------------------
+# Bad command-line input
+# ---------------------------------------------------------------------------
+
+
+class BadInputTest(unittest.TestCase):
+    """Bad input: one line on stderr after the usage saying what is wrong,
+    exit 2, no traceback, nothing fetched."""
+
+    def setUp(self):
+        self.site = SiteServer({"/": html_page("/a"), "/a": html_page()})
+        self.addCleanup(self.site.close)
+        self.root = self.site.url("/")
+
+    def run_main(self, argv):
+        """crawl.main(argv) in this process: (exit status, stdout, stderr)."""
+        stdout, stderr = io.StringIO(), io.StringIO()
+        root_logger = logging.getLogger()
+        saved = root_logger.handlers[:], root_logger.level
+        try:
+            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+                try:
+                    status = crawl.main(argv)
+                except SystemExit as exit:
+                    status = exit.code
+        finally:
+            root_logger.handlers[:] = saved[0]
+            root_logger.setLevel(saved[1])
+        return status, stdout.getvalue(), stderr.getvalue()
+
+    def assert_usage_error(self, status, stderr, *fragments):
+        self.assertEqual(status, 2, stderr)
+        self.assertNotIn("Traceback", stderr)
+        lines = stderr.splitlines()
+        self.assertTrue(lines and lines[0].startswith("usage: crawl.py"), stderr)
+        n = 1
+        while n < len(lines) and lines[n][:1].isspace():  # the usage goes on
+            n += 1
+        rest = lines[n:]
+        self.assertEqual(len(rest), 1, f"one line after the usage: {rest}")
+        self.assertTrue(rest[0].startswith("crawl.py: error: "), rest[0])
+        for fragment in fragments:
+            self.assertIn(fragment, rest[0])
+        self.assertEqual(self.site.requests, [], "nothing fetched")
+
+    def check(self, argv, *fragments):
+        status, stdout, stderr = self.run_main(argv)
+        self.assert_usage_error(status, stderr, *fragments)
+        self.assertEqual(stdout, "")
+
+    def test_negative_counts(self):
+        for option, minimum in (("--max-tasks", 1), ("--max-tries", 1), ("--max-redirect", 0),
+                                ("--max-pages", 1), ("--max-depth", 0), ("--max-size", 1)):
+            with self.subTest(option=option):
+                self.check([option, "-3", self.root], f"argument {option}",
+                           f"must be at least {minimum}", "-3")
+
+    def test_zero_where_zero_means_nothing(self):
+        for option in ("--max-tasks", "--max-tries", "--max-pages", "--max-size"):
+            with self.subTest(option=option):
+                self.check([option, "0", self.root], f"argument {option}", "must be at least 1",
+                           "got 0")
+
+    def test_counts_that_are_not_whole_numbers(self):
+        for value in ("many", "1.5", "1e3", ""):
+            with self.subTest(value=value):
+                self.check(["--max-tasks", value, self.root], "argument --max-tasks",
+                           "expected a whole number", repr(value))
+
+    def test_bad_seconds(self):
+        self.check(["--timeout", "0", self.root], "argument --timeout", "more than 0")
+        self.check(["--timeout", "nan", self.root], "argument --timeout")
+        self.check(["--delay", "-1", self.root], "argument --delay", "0 or more")
+        self.check(["--delay", "soon", self.root], "argument --delay", "expected a number")
+
+    def test_max_redirect_zero_is_accepted_and_follows_no_redirect(self):
+        self.site.routes["/"] = redirect("/a")
+        status, stdout, stderr = self.run_main(["-q", "--no-robots", "--max-redirect", "0",
+                                                "-o", os.devnull, self.root])
+        self.assertNotIn("error:", stderr)
+        self.assertEqual(self.site.targets(), ["/"], "the redirect is not followed")
+        self.assertEqual(status, 1, "a redirect not followed is reported as a failure")
+        self.assertIn("redirect_limit 1", stdout)
+
+    def test_regex_that_does_not_compile(self):
+        self.check(["--exclude", "(unclosed", self.root], "argument --exclude",
+                   "not a valid regular expression", "'(unclosed'")
+        self.check(["--exclude", "*", self.root], "argument --exclude",
+                   "not a valid regular expression")
+
+    def test_root_with_an_unsupported_scheme(self):
+        for root in ("ftp://x", "file:///etc/passwd", "gopher://127.0.0.1/"):
+            with self.subTest(root=root):
+                # the good root must not be crawled either: input is checked first
+                self.check([self.root, root], "bad root", "unsupported URL scheme",
+                           repr(root.split(":")[0]))
+
+    def test_root_with_no_host(self):
+        for root in ("http://", "https://", "http:///path", "http://:80/"):
+            with self.subTest(root=root):
+                self.check([root, self.root], "bad root", "no host", repr(root))
+
+    def test_output_path_that_cannot_be_written(self):
+        self.check(["-o", "/nonexistent-dir/x.jsonl", self.root], "cannot write --output",
+                   "'/nonexistent-dir/x.jsonl'", "No such file or directory")
+        with tempfile.TemporaryDirectory() as directory:
+            self.check(["-o", directory, self.root], "cannot write --output", directory)
+
+    def test_cafile_that_does_not_exist(self):
+        self.check(["--cafile", "/nonexistent-dir/ca.pem", self.root], "--cafile",
+                   "'/nonexistent-dir/ca.pem'")
+
+    def test_bad_user_agent_is_a_usage_error_with_no_side_effect(self):
+        before = open_fds()
+        with tempfile.TemporaryDirectory() as directory:
+            output = os.path.join(directory, "out.jsonl")
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                status, stdout, stderr = self.run_main(
+                    ["--user-agent", "bot\r\nX-Injected: 1", "-o", output, self.root])
+                gc.collect()
+            self.assert_usage_error(status, stderr, "user agent")
+            self.assertEqual([str(w.message) for w in caught
+                              if issubclass(w.category, ResourceWarning)], [],
+                             "the --output file was left open")
+            self.assertEqual(open_fds(), before)
+            self.assertFalse(os.path.exists(output), "a usage error creates no output file")
+
+    def test_in_a_subprocess(self):
+        for args, fragments in (
+                (["--max-tries", "0", self.root], ["argument --max-tries", "must be at least 1"]),
+                (["-o", "/nonexistent-dir/x.jsonl", self.root], ["cannot write --output"]),
+                (["ftp://x"], ["bad root", "unsupported URL scheme"])):
+            with self.subTest(args=args):
+                result = _fault_run_cli(args, timeout=30)
+                self.assertEqual(result.stdout, "")
+                self.assert_usage_error(result.returncode, result.stderr, *fragments)
+
+
+# ---------------------------------------------------------------------------
+# Safety
+# ---------------------------------------------------------------------------
+
+
+class SafetyTest(FaultCase):
+
+    def test_only_http_and_https_are_fetched(self):
+        trap = self.serve(RawServer.responses({}))  # counts any connection
+        port = trap.port
+        others = [f"ftp://127.0.0.1:{port}/f", f"gopher://127.0.0.1:{port}/", "file:///etc/passwd",
+                  f"file://127.0.0.1:{port}/x", f"ws://127.0.0.1:{port}/", f"telnet://127.0.0.1:{port}",
+                  "mailto:someone@127.0.0.1", "javascript:alert(1)", "data:text/plain,hello",
+                  f"FTP://127.0.0.1:{port}/upper"]
+        site = self.serve(SiteServer({
+            "/": html_page(*others, "/go"),
+            "/go": redirect(f"ftp://127.0.0.1:{port}/via-redirect"),
+        }))
+        _, records = self.crawl_records([site.url("/")], robots=True)
+        self.assertEqual(trap.connections, 0, "a non-http(s) URL was fetched")
+        self.assertEqual(set(records), {site.url("/"), site.url("/go")})
+        self.assertEqual(site.targets(), ["/robots.txt", "/", "/go"])
+        self.assert_no_leaks()
+
+    def test_credentials_in_a_url_are_never_sent_nor_written(self):
+        site = self.serve(SiteServer({}))
+        base = f"http://127.0.0.1:{site.port}"
+        site.routes["/"] = html_page("/a", f"http://user2:hunter2@127.0.0.1:{site.port}/b")
+        site.routes["/a"] = html_page(f"//user3:swordfish@127.0.0.1:{site.port}/c")
+        site.routes["/b"] = redirect(f"http://user4:opensesame@127.0.0.1:{site.port}/d")
+        site.routes["/c"] = html_page()
+        site.routes["/d"] = html_page()
+        with tempfile.TemporaryDirectory() as directory:
+            output = os.path.join(directory, "out.jsonl")
+            result = _fault_run_cli([f"http://user:secret@127.0.0.1:{site.port}/", "-o", output],
+                                    timeout=30)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(output, encoding="utf-8") as file:
+                written = file.read()
+        self.assertEqual(sorted(site.targets()), ["/", "/a", "/b", "/c", "/d", "/robots.txt"])
+        secrets = ("secret", "hunter2", "swordfish", "opensesame", "user:", "user2", "user3", "user4")
+        for request in site.requests:
+            self.assertNotIn("authorization", {name.lower() for name in request["headers"]})
+            sent = request["target"] + repr(request["headers"])
+            for secret in secrets:
+                self.assertNotIn(secret, sent)
+        for where, text in (("-o output", written), ("stdout", result.stdout),
+                            ("stderr", result.stderr)):
+            for secret in secrets:
+                self.assertNotIn(secret, text, f"{secret!r} written to {where}")
+        self.assertEqual(sorted(json.loads(line)["url"] for line in written.splitlines()),
+                         sorted(base + t for t in ("/", "/a", "/b", "/c", "/d")))
+
+    def test_header_section_size_limit(self):
+        head = b"HTTP/1.1 200 OK\r\n" + b"X-Filler: " + b"f" * 70000 + b"\r\nContent-Length: 0\r\n\r\n"
+        server = self.serve(RawServer(_fault_answer_then_wait(head)))
+        record = self.crawl_one(server.url())
+        self.assert_record(record, None, "protocol", 1, "larger than 65536 bytes")
+        self.assert_no_leaks()
+
+    def test_header_field_count_limit(self):
+        head = (b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-F%d: v\r\n" % i for i in range(250))
+                + b"Content-Length: 0\r\n\r\n")
+        server = self.serve(RawServer(_fault_answer_then_wait(head)))
+        record = self.crawl_one(server.url())
+        self.assert_record(record, None, "protocol", 1, "more than 200 fields")
+        self.assert_no_leaks()
+
+    def test_body_size_limit_by_content_length(self):
+        server = self.serve(RawServer(_fault_answer_then_wait(
+            http_response(b"x" * 5000, headers=[("Content-Type", "text/html")]))))
+        record = self.crawl_one(server.url(), max_size=1000)
+        self.assert_record(record, 200, "too_large", 1, "exceeds the limit of 1000 bytes")
+        self.assertEqual(record.size, 0)
+        self.assert_no_leaks()
+
+    def test_body_size_limit_without_length(self):
+        server = self.serve(RawServer(_fault_answer_then_wait(http_response(
+            _fault_chunked(b"x" * 5000), headers=[("Content-Type", "text/html"),
+                                                  ("Transfer-Encoding", "chunked")],
+            length=False))))
+        record = self.crawl_one(server.url(), max_size=1000)
+        self.assert_record(record, 200, "too_large", 1, "exceeds the limit of 1000 bytes")
+        self.assertEqual(record.size, 1000)
+        self.assert_no_leaks()
+
+    def test_decompressed_size_limit(self):
+        bomb = gzip.compress(b"\0" * 2000000)
+        self.assertLess(len(bomb), 10000)
+        server = self.serve(RawServer(_fault_answer_then_wait(http_response(
+            bomb, headers=[("Content-Type", "text/html"), ("Content-Encoding", "gzip")]))))
+        record = self.crawl_one(server.url(), max_size=10000)
+        self.assert_record(record, 200, "too_large", 1, "exceeds the limit of 10000 bytes")
+        self.assertEqual(record.size, 10000)
+        self.assert_no_leaks()
+
+    def test_redirect_hop_limit(self):
+        site = self.serve(SiteServer({f"/r{i}": redirect(f"/r{i + 1}") for i in range(10)}))
+        _, records = self.crawl_records([site.url("/r0")], max_redirect=3)
+        self.assertEqual(site.targets(), ["/r0", "/r1", "/r2", "/r3"])
+        got = {url: (r.status, r.error_kind, r.redirect) for url, r in records.items()}
+        self.assertEqual(got, {
+            site.url("/r0"): (302, None, site.url("/r1")),
+            site.url("/r1"): (302, None, site.url("/r2")),
+            site.url("/r2"): (302, None, site.url("/r3")),
+            site.url("/r3"): (302, "redirect_limit", site.url("/r4")),
+        })
+        self.assertIn("more than 3", records[site.url("/r3")].error)
+        self.assert_no_leaks()
+
+    def test_redirect_loop(self):
+        site = self.serve(SiteServer({"/a": redirect("/b"), "/b": redirect("/a")}))
+        _, records = self.crawl_records([site.url("/a")])
+        self.assertEqual(site.targets(), ["/a", "/b"])
+        self.assertEqual(records[site.url("/a")].error_kind, None)
+        self.assertEqual(records[site.url("/b")].error_kind, "redirect_limit")
+        self.assertIn("redirect loop", records[site.url("/b")].error)
+        self.assert_no_leaks()
+
+    def test_nothing_written_to_disk_but_the_output_file(self):
+        pages = {"/": html_page("/a", "/b", "/gone", "/big"), "/a": html_page("/"),
+                 "/b": Page(gzip.compress(b"<a href='/a'>a</a>"),
+                            headers=[("Content-Encoding", "gzip")]),
+                 "/big": Page(b"x" * 5000), "/robots.txt": Page("User-agent: *\nDisallow: /b\n",
+                                                                content_type="text/plain")}
+        site = self.serve(SiteServer(pages))
+        with tempfile.TemporaryDirectory() as directory:
+            env = dict(os.environ, TMPDIR=directory, TMP=directory, TEMP=directory)
+            result = _fault_run_cli(["-v", "--max-size", "1000", "-o", "out.jsonl", site.url("/")],
+                                    cwd=directory, env=env, timeout=30)
+            self.assertEqual(result.returncode, 1, result.stderr)  # /gone and /big failed
+            self.assertEqual(os.listdir(directory), ["out.jsonl"])
+            records, _ = _fault_read_jsonl(os.path.join(directory, "out.jsonl"))
+        self.assertEqual(len(records), 5)
+
+    def test_certificate_verification_stays_on_unless_insecure(self):
+        client = crawl.Crawler(["https://127.0.0.1/"]).client
+        context = client.ssl_context()
+        self.assertEqual(context.verify_mode, ssl.CERT_REQUIRED)
+        self.assertTrue(context.check_hostname)
+        client.close()
+        site = self.serve(SiteServer({"/": html_page()}, tls=True))
+        result = _fault_run_cli(["--no-robots", site.url("/")], timeout=30)
+        self.assertEqual(result.returncode, 2, "no root could be fetched")
+        self.assertIn("[tls] certificate verify failed", result.stdout)
+        self.assertNotIn("verification was disabled", result.stdout)
+        result = _fault_run_cli(["--no-robots", "--cafile", CERT_FILE, site.url("/")], timeout=30)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertNotIn("verification was disabled", result.stdout)
+        self.assertNotIn("DISABLED", result.stderr)
+        result = _fault_run_cli(["--no-robots", "--insecure", site.url("/")], timeout=30)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("WARNING: TLS certificate verification was disabled", result.stdout)
+        self.assertIn("TLS certificate verification is DISABLED", result.stderr)
+        self.assertEqual(len(site.requests), 2)  # the --cafile and the --insecure crawls
+
+    def test_insecure_report_in_process(self):
+        site = self.serve(SiteServer({"/": html_page()}, tls=True))
+        with self.assertLogs("crawl", "WARNING") as logs:
+            crawler, records = self.crawl_records([site.url("/")], verify=False)
+        self.assertIn("DISABLED", "\n".join(logs.output))
+        self.assert_record(records[site.url("/")], 200, None, 1)
+        self.assertIn("WARNING: TLS certificate verification was disabled", crawl.summarize(crawler))
+        self.assert_no_leaks()
+
+
+if __name__ == "__main__":
+    unittest.main()
+
+
+if __name__ == "__main__":
+    unittest.main()
