@@ -2967,13 +2967,14 @@ def parse_root(text):
 
 
 class _OriginState:
-    """Per-origin politeness: when the next request may start, and the
+    """What the crawler keeps per origin: its host (whose requests are
+    spaced by the politeness delay; None for no spacing) and its
     robots.txt rules (a Future, shared by every worker that needs them)."""
 
-    __slots__ = ("next_slot", "robots")
+    __slots__ = ("host", "robots")
 
-    def __init__(self):
-        self.next_slot = 0.0
+    def __init__(self, host):
+        self.host = host
         self.robots = None
 
 
@@ -2990,7 +2991,7 @@ class Crawler:
       max_retry_after (60) cap on a server's Retry-After
       max_pages (None)     fetch at most this many URLs
       max_depth (None)     follow links at most this many hops from a root
-      delay (0)            minimum gap between requests to one origin (the
+      delay (0)            minimum gap between requests to one host (the
                            larger of it and robots.txt Crawl-delay applies)
       timeout (30)         total deadline per fetch
       max_size (10 MiB)    decoded body limit per response
@@ -3046,6 +3047,7 @@ class Crawler:
         self.seen = set()
         self.records = {}
         self.origins = {}  # (scheme, host, port) -> _OriginState
+        self._next_slot = {}  # host -> loop time its next request may start
         self.in_flight = 0
         self.fetches_started = 0
         self.interrupted = False
@@ -3138,7 +3140,7 @@ class Crawler:
         origin = url_origin(url)
         state = self.origins.get(origin)
         if state is None:
-            state = self.origins[origin] = _OriginState()
+            state = self.origins[origin] = _OriginState(origin[1])
         if self.robots:
             rules = yield from self._robots_rules(origin, state)
             if not rules.can_fetch(url_target(url)):
@@ -3202,21 +3204,22 @@ class Crawler:
             yield from sleep(delay)
 
     def _polite_wait(self, state):
-        """Wait for this origin's next request slot: requests to one origin
-        start at least max(delay, Crawl-delay) seconds apart."""
+        """Wait for the host's next request slot: requests to one host start
+        at least max(delay, the origin's Crawl-delay) seconds apart."""
         gap = self.delay
         rules = state.robots.result() if state.robots is not None and state.robots.done() else None
         if rules is not None and rules.crawl_delay:
             gap = max(gap, rules.crawl_delay)
-        if gap <= 0:
+        if gap <= 0 or state.host is None:
             return
         loop = get_event_loop()
-        while True:  # workers woken together re-check: the first one takes the slot
+        while True:  # workers woken together check again: the first one takes the slot
             now = loop.time()
-            if now >= state.next_slot:
-                state.next_slot = now + gap
+            next_slot = self._next_slot.get(state.host, 0.0)
+            if now >= next_slot:
+                self._next_slot[state.host] = now + gap
                 return
-            yield from sleep(state.next_slot - now)
+            yield from sleep(next_slot - now)
 
     def _robots_rules(self, origin, state):
         """The origin's RobotsRules, fetched once; concurrent workers share
@@ -3246,7 +3249,7 @@ class Crawler:
         for _ in range(6):
             record = Record(url)
             try:
-                response = yield from self._fetch_with_retries(url, record, _OriginState())
+                response = yield from self._fetch_with_retries(url, record, _OriginState(None))
             except BodyTooLarge as error:
                 response = error.response  # parse the part that arrived
             except Exception as error:
@@ -3370,7 +3373,8 @@ EXIT_OK, EXIT_FAILED_URLS, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1,
 
 
 def format_record(record):
-    """One report line: status, URL, then what happened to it."""
+    """One report line: status, URL, then what happened to it; a failed
+    URL also names the page that linked to it."""
     status = str(record.status) if record.status is not None else "---"
     line = f"{status:>3} {record.url}"
     if record.status is not None:
@@ -3383,6 +3387,8 @@ def format_record(record):
         line += f"  [{record.error_kind}] {record.error}"
     if record.tries > 1:
         line += f"  ({record.tries} tries)"
+    if record.failed and record.referrer:
+        line += f"  <- linked from {record.referrer}"  # where to fix a broken link
     return line
 
 

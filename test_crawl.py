@@ -4877,6 +4877,9 @@ class CrawlerRecordUnitTest(unittest.TestCase):
         r = crawl.Record("http://h.test/gone")
         r.status, r.content_type, r.size, r.tries = 404, "text/plain", 9, 1
         self.assertEqual(crawl.format_record(r), "404 http://h.test/gone  text/plain  9 bytes")
+        r.referrer = "http://h.test/links.html"
+        self.assertEqual(crawl.format_record(r), "404 http://h.test/gone  text/plain  9 bytes"
+                                                 "  <- linked from http://h.test/links.html")
 
 
 # ---------------------------------------------------------------------------
@@ -5684,7 +5687,7 @@ class CrawlerReportTest(CrawlerTestCase):
         self.assertEqual(lines[:6], [
             f"200 {u('/')}  text/html  {root_size} bytes  4/4 new links",
             f"200 {u('/a')}  text/html  8 bytes",
-            f"404 {u('/missing')}  text/plain  9 bytes",
+            f"404 {u('/missing')}  text/plain  9 bytes  <- linked from {u('/')}",
             f"--- {u('/private')}  [robots] {records[u('/private')].error}",
             f"301 {u('/r')}  -  0 bytes  -> {u('/a')}",
             "",
