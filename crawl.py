@@ -1836,12 +1836,17 @@ def split_url(url):
     percent-encoded path and query (RFC 9112 §3.2). Userinfo is dropped,
     never sent. ValueError for another scheme, a missing or invalid host or
     a bad port."""
-    parts = urllib.parse.urlsplit(url.strip())
-    scheme = parts.scheme.lower()
+    scheme, authority, path, query, _ = _URI_REFERENCE.match(url.strip()).groups()
+    scheme = (scheme or "").lower()
     if scheme not in DEFAULT_PORTS:
         raise ValueError(f"unsupported URL scheme {scheme!r} in {url!r}: only http and https")
-    host, port = parse_authority(parts.netloc, url)
-    return scheme, host, port or DEFAULT_PORTS[scheme], request_target(parts.path, parts.query)
+    host, port = parse_authority(authority or "", url)
+    return scheme, host, port or DEFAULT_PORTS[scheme], request_target(path, query)
+
+
+# RFC 3986 Appendix B: the regular expression that splits any URI reference
+# into scheme, authority, path, query and fragment (missing parts are None).
+_URI_REFERENCE = re.compile(r"(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.S)
 
 
 _FORBIDDEN_IN_HOST = re.compile(r"[\x00-\x20#%/:<>?@\[\\\]^|\x7f]")  # WHATWG URL forbidden host code points
@@ -1887,12 +1892,15 @@ def ascii_host(host):
         raise ValueError(f"invalid international host name {host!r}") from None
 
 
+_NEEDS_NO_ENCODING = re.compile(r"[A-Za-z0-9\-._~/:@!$&'()*+,;=?]*\Z")
 _LONE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
 def percent_encode(text, safe):
     """Percent-encode what is not safe (non-ASCII as UTF-8), keeping
     existing %XX escapes (never double-encode) and escaping a lone '%'."""
+    if _NEEDS_NO_ENCODING.match(text) and ("?" not in text or "?" in safe):
+        return text  # the common case: nothing to encode
     text = _LONE_PERCENT.sub("%25", text)
     return urllib.parse.quote(text, safe=safe + "%")
 
@@ -2177,14 +2185,11 @@ def _normalize_escape(match):
     return char if char in _UNRESERVED else "%" + match.group(1).upper()
 
 
-_NEEDS_NO_ENCODING = re.compile(r"[A-Za-z0-9\-._~/:@!$&'()*+,;=?]*\Z")
 
 
 def _normalize_component(text, safe):
     """Percent-encode what must be (never re-encoding an escape), then
     uppercase escapes and decode escaped unreserved characters."""
-    if _NEEDS_NO_ENCODING.match(text) and (safe is _QUERY_SAFE or "?" not in text):
-        return text  # the common case: nothing to encode, no escapes
     text = percent_encode(text, safe)
     return _ESCAPE.sub(_normalize_escape, text) if "%" in text else text
 
@@ -2260,16 +2265,16 @@ def _clean_link(link):
 
 
 def _normalize_absolute(url):
-    parts = urllib.parse.urlsplit(url)
-    scheme = parts.scheme.lower()
+    scheme, authority, path, query, _ = _URI_REFERENCE.match(url).groups()
+    scheme = (scheme or "").lower()
     if scheme not in DEFAULT_PORTS:
         return None
-    host, port = parse_authority(parts.netloc, url)
+    host, port = parse_authority(authority or "", url)
     if ":" in host:
         host = f"[{host}]"
     authority = host if port is None or port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
-    path = _normalize_component(remove_dot_segments(parts.path), _PATH_SAFE) or "/"
-    query = _normalize_component(parts.query, _QUERY_SAFE)
+    path = _normalize_component(remove_dot_segments(path), _PATH_SAFE) or "/"
+    query = _normalize_component(query or "", _QUERY_SAFE)
     return f"{scheme}://{authority}{path}?{query}" if query else f"{scheme}://{authority}{path}"
 
 
@@ -3307,8 +3312,10 @@ class Crawler:
         record.links = len(links)
         for raw, reason in invalid:
             self._invalid_link(raw, reason, record.url, depth + 1)
+        seen = self.seen
         for link in links:
-            if self.in_scope(link) and self._discover(link, self.max_redirect, depth + 1, record.url):
+            if link not in seen and self.in_scope(link):
+                self._discover(link, self.max_redirect, depth + 1, record.url)
                 record.new_links += 1
 
     def _invalid_link(self, raw, reason, referrer, depth):
