@@ -1867,6 +1867,9 @@ def parse_authority(netloc, url=None):
             raise ValueError(f"invalid IPv6 address [{literal}] in {url or netloc!r}") from None
         port = port[1:]
     else:
+        if hostport.count(":") > 1:
+            raise ValueError(f"IPv6 addresses need brackets, as in http://[::1]:8000/: "
+                             f"{url or netloc!r}")
         host, _, port = hostport.partition(":")
         if not host:
             raise ValueError(f"no host in {url or netloc!r}")
@@ -1875,7 +1878,7 @@ def parse_authority(netloc, url=None):
             raise ValueError(f"invalid character in host {host!r}")
     if not port:
         return host, None
-    if not port.isdigit() or not port.isascii() or int(port) > 65535:
+    if not port.isdigit() or not port.isascii() or not 0 < int(port) <= 65535:
         raise ValueError(f"invalid port {port!r} in {url or netloc!r}")
     return host, int(port)
 
@@ -2111,6 +2114,8 @@ class Client:
                                             connect_timeout=self.connect_timeout,
                                             read_timeout=self.read_timeout)
         self.connections_opened += 1
+        logger.debug("connected to %s://%s (%d connections so far)", scheme,
+                     host_field(scheme, host, port), self.connections_opened)
         return stream
 
     def _send_and_read(self, stream, origin, request, method, url, reused, started):
@@ -2777,6 +2782,13 @@ class RobotsRules:
                         pass
         return cls(rules, max(delays) if delays else None)
 
+    def summary(self):
+        """A short description for the log."""
+        if self.reason:
+            return self.reason
+        delay = f", Crawl-delay {self.crawl_delay:g} s" if self.crawl_delay else ""
+        return f"{len(self.rules)} rules{delay}"
+
     def can_fetch(self, target):
         if target == "/robots.txt":
             return True  # implicitly allowed (RFC 9309 §2.2.2)
@@ -2908,7 +2920,9 @@ def describe_error(error):
     if isinstance(error, ssl.SSLCertVerificationError):
         return "tls", f"certificate verify failed: {error.verify_message}"
     if isinstance(error, ssl.SSLError):
-        return "tls", f"TLS error: {getattr(error, 'reason', None) or error}"
+        reason = getattr(error, "reason", None) or str(error)
+        hint = " (is this port plain HTTP?)" if reason == "WRONG_VERSION_NUMBER" else ""
+        return "tls", f"TLS error: {reason}{hint}"
     if isinstance(error, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
         return "reset", f"connection reset by the server ({error.strerror or error})"
     if isinstance(error, OSError):
@@ -2958,11 +2972,15 @@ def parse_root(text):
     "https://host/path") as a normalized URL; no scheme means http://.
     ValueError for another scheme or a root with no host."""
     text = text.strip()
-    if not re.match(r"[A-Za-z][A-Za-z0-9+.\-]*://", text):
-        if _SCHEME.match(text) and not re.match(r"[^:]+:\d+(/|$)", text):
-            raise ValueError(f"unsupported URL scheme in {text!r}: only http and https")
+    scheme = _SCHEME.match(text)
+    if "://" not in text:
+        if scheme and scheme.group()[:-1].lower() in DEFAULT_PORTS:
+            raise ValueError(f"missing '//' after {scheme.group()!r} in {text!r}")
+        if scheme and not re.match(r"[^:/]+:\d*(/|$)", text):  # not host:port
+            raise ValueError(f"unsupported URL scheme {scheme.group()[:-1]!r} in {text!r}: "
+                             "only http and https")
         text = "http://" + text
-    scheme = text.split(":", 1)[0].lower()
+    scheme = text.split("://", 1)[0].lower()
     if scheme not in DEFAULT_PORTS:
         raise ValueError(f"unsupported URL scheme {scheme!r} in {text!r}: only http and https")
     url = normalize_url(text)
@@ -3049,7 +3067,7 @@ class Crawler:
             host = _without_www(url_host(root))
             self.scope_hosts.update((host, "www." + host))
         self.frontier = Queue()
-        self.seen = set()
+        self.seen = {}  # URL -> how many pages link to it (or redirect to it)
         self.records = {}
         self.origins = {}  # (scheme, host, port) -> _OriginState
         self._next_slot = {}  # host -> loop time its next request may start
@@ -3075,10 +3093,14 @@ class Crawler:
         return in_scope and not any(pattern.search(url) for pattern in self.exclude)
 
     def _discover(self, url, redirects_left, depth, referrer, chain=()):
-        """Queue url unless it was seen before; True if it was queued."""
-        if url in self.seen:
+        """Queue url unless it was seen before; True if it was queued.
+        Either way, count the page (referrer) that pointed to it."""
+        count = self.seen.get(url)
+        if count is not None:
+            if referrer is not None:
+                self.seen[url] = count + 1
             return False
-        self.seen.add(url)
+        self.seen[url] = 0 if referrer is None else 1
         self.frontier.put_nowait((url, redirects_left, depth, referrer, chain))
         return True
 
@@ -3166,6 +3188,7 @@ class Crawler:
             elif response.status == 200 and record.content_type in HTML_TYPES:
                 self._follow_links(record, response, depth)
         record.elapsed = round(get_event_loop().time() - started, 6)
+        logger.debug("%s %s %s", record.status or "---", url, record.error or "")
         self._finish(record)
 
     def _take_response_facts(self, record, response):
@@ -3233,6 +3256,8 @@ class Crawler:
             state.robots = Future()
             try:
                 rules = yield from self._fetch_robots(origin)
+                logger.info("robots.txt for %s://%s: %s", origin[0],
+                            host_field(*origin), rules.summary())
             except BaseException as error:
                 if not isinstance(error, Exception):
                     state.robots.cancel()  # the next worker asks again
@@ -3259,7 +3284,8 @@ class Crawler:
                 response = error.response  # parse the part that arrived
             except Exception as error:
                 kind, message = describe_error(error)
-                return RobotsRules.disallow_all(f"robots.txt unreachable: {message}", kind)
+                tries = f" after {record.tries} tries" if record.tries > 1 else ""
+                return RobotsRules.disallow_all(f"robots.txt unreachable{tries}: {message}", kind)
             status = response.status
             if status in REDIRECT_STATUSES and response.location:
                 try:
@@ -3314,7 +3340,10 @@ class Crawler:
             self._invalid_link(raw, reason, record.url, depth + 1)
         seen = self.seen
         for link in links:
-            if link not in seen and self.in_scope(link):
+            count = seen.get(link)
+            if count is not None:  # seen before: one more page links to it
+                seen[link] = count + 1
+            elif self.in_scope(link):
                 self._discover(link, self.max_redirect, depth + 1, record.url)
                 record.new_links += 1
 
@@ -3324,7 +3353,7 @@ class Crawler:
         url = raw.strip(_LINK_WHITESPACE)
         if url in self.seen or url in self.records:
             return
-        self.seen.add(url)
+        self.seen[url] = 1
         record = Record(url, depth, referrer)
         record.error_kind, record.error = "invalid_url", f"invalid link: {reason}"
         self._finish(record)
@@ -3340,7 +3369,10 @@ class Crawler:
             return
         self.records[record.url] = record
         if self.on_record is not None:
-            self.on_record(record)
+            try:
+                self.on_record(record)
+            except Exception:  # the callback's trouble is not the URL's
+                logger.exception("on_record failed for %s", record.url)
 
     def stats(self):
         """Counts for the report and the progress line."""
@@ -3379,9 +3411,10 @@ def crawl(roots, **options):
 EXIT_OK, EXIT_FAILED_URLS, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 
 
-def format_record(record):
+def format_record(record, linking_pages=1):
     """One report line: status, URL, then what happened to it; a failed
-    URL also names the page that linked to it."""
+    URL also names the page that linked to it (and how many others did,
+    out of linking_pages in all)."""
     status = str(record.status) if record.status is not None else "---"
     line = f"{status:>3} {record.url}"
     if record.status is not None:
@@ -3394,14 +3427,18 @@ def format_record(record):
         line += f"  [{record.error_kind}] {record.error}"
     if record.tries > 1:
         line += f"  ({record.tries} tries)"
-    if record.failed and record.referrer:
-        line += f"  <- linked from {record.referrer}"  # where to fix a broken link
+    if record.failed and record.referrer:  # where to fix a broken link
+        line += f"  <- linked from {record.referrer}"
+        if linking_pages > 1:
+            others = linking_pages - 1
+            line += f" and {others} other page{'s' if others > 1 else ''}"
     return line
 
 
 def summarize(crawler):
     """The summary lines printed after the crawl. The last line carries the
-    page count ("N pages": HTML pages fetched with status 200)."""
+    page count ("Pages: N", HTML documents fetched with status 200), where
+    scripts (and the benchmark harness) look for it."""
     records = list(crawler.records.values())
     stats = crawler.stats()
     by_class = collections.Counter(f"{record.status // 100}xx" for record in records
@@ -3414,7 +3451,8 @@ def summarize(crawler):
     lines = []
     if crawler.interrupted:
         remaining = not_fetched.get("interrupted", 0)
-        lines.append(f"INTERRUPTED: {remaining} URLs remained unfetched")
+        lines.append(f"INTERRUPTED: {remaining} URL{'' if remaining == 1 else 's'} "
+                     "remained unfetched")
     if not crawler.client.verify:
         lines.append("WARNING: TLS certificate verification was disabled")
     lines.append("Status:   " + (", ".join(f"{key} {by_class[key]}" for key in sorted(by_class))
@@ -3426,16 +3464,19 @@ def summarize(crawler):
     lines.append(f"Bytes:    {body_bytes} (decoded bodies)")
     lines.append(f"URLs:     {stats['urls']} in {stats['elapsed']:.2f} s, "
                  f"{stats['failed']} failed, {stats['pages_per_second']:.0f} pages/s")
-    lines.append(f"Crawled {stats['pages']} pages (HTML, status 200)")
+    lines.append(f"Pages:    {stats['pages']} (HTML documents fetched with status 200)")
     return lines
 
 
 def report(crawler, out, quiet=False):
     """Write the report to out (a text file): a line per URL sorted by URL
-    (unless quiet), then the summary."""
-    if not quiet:
-        for record in sorted(crawler.records.values(), key=lambda r: r.url):
-            out.write(format_record(record) + "\n")
+    (with quiet, only the URLs that failed), then the summary."""
+    records = sorted(crawler.records.values(), key=lambda r: r.url)
+    if quiet:
+        records = [record for record in records if record.failed]
+    for record in records:
+        out.write(format_record(record, crawler.seen.get(record.url, 1)) + "\n")
+    if records:
         out.write("\n")
     out.write("\n".join(summarize(crawler)) + "\n")
     out.flush()
@@ -3501,11 +3542,11 @@ examples:
   python crawl.py xkcd.com                      crawl a site, report every URL
   python crawl.py -q --max-pages 100 xkcd.com   the first 100 URLs, summary only
   python crawl.py localhost:8000 -o links.jsonl records as JSON Lines
-  python crawl.py https://example.com/docs/ --exclude '\\.pdf$' --delay 0.5
+  python crawl.py https://example.com/ --exclude '\\.pdf$' --delay 0.5
 
-exit status: 0 all URLs fine (2xx/3xx), 1 some URL failed (error, 4xx, 5xx),
-2 bad usage or no root could be fetched, 130 interrupted (Ctrl-C),
-143 terminated (SIGTERM).
+exit status: 0 all URLs fine (2xx/3xx), 1 some URL failed (error, 4xx, 5xx)
+or the --output file could not be written, 2 bad usage or no root could be
+fetched, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 """
 
 
@@ -3584,7 +3625,8 @@ def build_parser():
     add("--cafile", metavar="FILE", help="also trust the CA certificates in FILE (PEM)")
     add("--insecure", action="store_true",
         help="do NOT verify TLS certificates (the report says so)")
-    add("-q", "--quiet", action="store_true", help="print only the summary; no progress line")
+    add("-q", "--quiet", action="store_true",
+        help="print only the URLs that failed and the summary; no progress line")
     add("-v", "--verbose", action="count", default=0,
         help="log to stderr: -v for INFO, -vv for DEBUG")
     add("--version", action="version", version=f"crawl.py {__version__}")
@@ -3595,44 +3637,79 @@ def main(argv=None):
     """The command line; returns the exit status (see EXAMPLES)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=(logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)],
-                        format="%(levelname)s %(message)s")
+    _check_arguments(parser, args)
+    restore_logging = _log_to_stderr(args.verbose)
+    try:
+        try:
+            crawler = Crawler(
+                args.roots, max_tasks=args.max_tasks, max_redirect=args.max_redirect,
+                max_tries=args.max_tries, max_pages=args.max_pages, max_depth=args.max_depth,
+                delay=args.delay, timeout=args.timeout, max_size=args.max_size,
+                user_agent=args.user_agent, lenient=args.lenient, exclude=args.exclude,
+                robots=not args.no_robots, verify=not args.insecure, cafile=args.cafile)
+        except ValueError as error:
+            parser.error(str(error))
+        writer = None
+        if args.output:
+            try:
+                writer = JSONLinesWriter(args.output)
+            except OSError as error:
+                crawler.client.close()
+                parser.error(f"cannot write --output {args.output!r}: {error.strerror or error}")
+        try:
+            return _run_crawl(crawler, args, writer)
+        finally:
+            if writer is not None:
+                writer.close()
+    finally:
+        restore_logging()
+
+
+def _check_arguments(parser, args):
+    """Usage errors that argparse cannot see: each ends the program with
+    one line and exit status 2, before anything is fetched."""
     for root in args.roots:
         try:
             parse_root(root)
         except ValueError as error:
             parser.error(f"bad root: {error}")
-    if args.cafile and not os.path.isfile(args.cafile):
-        parser.error(f"--cafile: no such file {args.cafile!r}")
-    try:
-        crawler = Crawler(
-            args.roots, max_tasks=args.max_tasks, max_redirect=args.max_redirect,
-            max_tries=args.max_tries, max_pages=args.max_pages, max_depth=args.max_depth,
-            delay=args.delay, timeout=args.timeout, max_size=args.max_size,
-            user_agent=args.user_agent, lenient=args.lenient, exclude=args.exclude,
-            robots=not args.no_robots, verify=not args.insecure, cafile=args.cafile)
-    except ValueError as error:
-        parser.error(str(error))
-    writer = None
-    if args.output:
+    for pattern in args.exclude:
+        if pattern.search(""):
+            parser.error(f"--exclude {pattern.pattern!r} matches every URL")
+    if args.output == "-":
+        parser.error("--output needs a file name: the report already goes to stdout")
+    if args.cafile:
         try:
-            writer = JSONLinesWriter(args.output)
-        except OSError as error:
-            crawler.client.close()
-            parser.error(f"cannot write --output {args.output!r}: {error.strerror or error}")
-        crawler.on_record = writer.write
-    try:
-        return _run_crawl(crawler, args)
-    finally:
-        if writer is not None:
-            writer.close()
+            ssl.create_default_context().load_verify_locations(args.cafile)
+        except (OSError, ssl.SSLError) as error:
+            parser.error(f"--cafile {args.cafile!r}: not a readable PEM file of CA "
+                         f"certificates ({getattr(error, 'strerror', None) or error})")
 
 
-def _run_crawl(crawler, args):
+def _log_to_stderr(verbosity):
+    """Send the "crawl" logger to stderr at WARNING, INFO (-v) or DEBUG
+    (-vv); returns a function that undoes it (main() may be called by a
+    program with logging of its own)."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    saved = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel((logging.WARNING, logging.INFO, logging.DEBUG)[min(verbosity, 2)])
+    logger.propagate = False
+
+    def restore():
+        logger.removeHandler(handler)
+        logger.level, logger.propagate = saved
+
+    return restore
+
+
+def _run_crawl(crawler, args, writer):
     loop = EventLoop()
     set_event_loop(loop)
     crawl_task = loop.create_task(crawler.crawl(), name="crawl")
     signal_received = []
+    output_failed = []
 
     def on_signal(signum, frame):
         if signal_received:  # the second Ctrl-C: leave at once
@@ -3640,9 +3717,23 @@ def _run_crawl(crawler, args):
         signal_received.append(signum)
         loop.call_soon_threadsafe(crawl_task.cancel)
 
-    previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
+    def write_record(record):
+        if output_failed:
+            return
+        try:
+            writer.write(record)
+        except OSError as error:  # a full disk: stop rather than lose records
+            output_failed.append(error)
+            logger.error("cannot write --output %r: %s; stopping the crawl",
+                         args.output, error.strerror or error)
+            crawl_task.cancel()
+
+    if writer is not None:
+        crawler.on_record = write_record
+    previous = {signum: signal.signal(signum, on_signal)
+                for signum in (signal.SIGINT, signal.SIGTERM)}
     progress = None
-    if not args.quiet and sys.stderr.isatty():
+    if not args.quiet and not args.verbose and sys.stderr.isatty():
         progress = ProgressLine(crawler, sys.stderr)
         progress.start()
     try:
@@ -3656,9 +3747,14 @@ def _run_crawl(crawler, args):
             signal.signal(signum, handler)
         loop.close()
         set_event_loop(None)
-    report(crawler, sys.stdout, quiet=args.quiet)
+    try:
+        report(crawler, sys.stdout, quiet=args.quiet)
+    except BrokenPipeError:  # e.g. | head: the reader has seen enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if signal_received:
         return EXIT_TERMINATED if signal_received[0] == signal.SIGTERM else EXIT_INTERRUPTED
+    if output_failed:
+        return EXIT_FAILED_URLS
     return exit_status(crawler)
 
 

@@ -5697,19 +5697,21 @@ class CrawlerReportTest(CrawlerTestCase):
         self.assertEqual(summary[:4], ["Status:   2xx 2, 3xx 1, 4xx 1", "Errors:   none",
                                        "Unfetched: robots 1", f"Bytes:    {root_size + 8 + 9} (decoded bodies)"])
         self.assertRegex(summary[4], r"^URLs:     5 in \d+\.\d\d s, 1 failed, \d+ pages/s$")
-        self.assertEqual(summary[5], "Crawled 2 pages (HTML, status 200)")
+        self.assertEqual(summary[5], "Pages:    2 (HTML documents fetched with status 200)")
         self.assertEqual(len(summary), 7)
         self.assertEqual(crawl.summarize(crawler), summary[:-1])
         quiet = io.StringIO()
-        crawl.report(crawler, quiet, quiet=True)
-        self.assertEqual(quiet.getvalue().split("\n"), summary)
+        crawl.report(crawler, quiet, quiet=True)  # only the URLs that failed, then the summary
+        self.assertEqual(quiet.getvalue().split("\n"),
+                         [f"404 {u('/missing')}  text/plain  9 bytes  <- linked from {u('/')}", ""]
+                         + summary)
 
     def test_summary_errors_by_kind(self):
         url = f"http://127.0.0.1:{crawler_free_port()}/"
         crawler, _ = self.crawl_site(url, robots=False, max_tries=1)
         summary = crawl.summarize(crawler)
         self.assertEqual(summary[:3], ["Status:   no responses", "Errors:   connect 1", "Unfetched: none"])
-        self.assertEqual(summary[-1], "Crawled 0 pages (HTML, status 200)")
+        self.assertEqual(summary[-1], "Pages:    0 (HTML documents fetched with status 200)")
 
 
 class CrawlerLibraryTest(unittest.TestCase):
@@ -5736,7 +5738,7 @@ class CrawlerLibraryTest(unittest.TestCase):
         with contextlib.redirect_stdout(out):
             status = crawl.main(["-q", self.site.url()])
         self.assertEqual(status, 1)
-        self.assertEqual(out.getvalue().splitlines()[-1], "Crawled 3 pages (HTML, status 200)")
+        self.assertEqual(out.getvalue().splitlines()[-1], "Pages:    3 (HTML documents fetched with status 200)")
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             status = crawl.main(["-q", self.site.url("/a")])
@@ -5778,11 +5780,11 @@ class CLITest(unittest.TestCase):
         self.assertTrue(lines[0].startswith(f"200 {site.url('/')}  text/html  "), lines[0])
         self.assertTrue(lines[1].startswith(f"200 {site.url('/a')}  text/html  "), lines[1])
         self.assertEqual(lines[2], "")
-        self.assertEqual(lines[-1], "Crawled 2 pages (HTML, status 200)")
+        self.assertEqual(lines[-1], "Pages:    2 (HTML documents fetched with status 200)")
         self.assertEqual(result.stderr, "")  # no progress line when stderr is not a terminal
         self.assertNotIn("\r", result.stdout)
 
-    def test_quiet_prints_only_the_summary(self):
+    def test_quiet_prints_only_the_summary_when_nothing_failed(self):
         site = self.site({"/": html_page("/a"), "/a": html_page()})
         result = crawler_cli("-q", site.url())
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -5884,8 +5886,110 @@ class CLITest(unittest.TestCase):
         self.interrupt(signal.SIGTERM, 143)
 
 
-if __name__ == "__main__":
-    unittest.main()
+class CLIUserFeedbackTest(unittest.TestCase):
+    """What a new user tripped over: clear errors, nothing charged to the
+    wrong URL, a report that says where to fix a broken link."""
+
+    def site(self, routes):
+        site = crawler_site_server(routes)
+        self.addCleanup(site.close)
+        return site
+
+    def test_quiet_still_lists_the_urls_that_failed(self):
+        site = self.site({"/": html_page("/a", "/gone"), "/a": html_page("/gone")})
+        result = crawler_cli("-q", "--no-robots", site.url())
+        self.assertEqual(result.returncode, 1, result.stderr)
+        lines = result.stdout.splitlines()
+        self.assertEqual(lines[0], f"404 {site.url('/gone')}  text/plain  9 bytes"
+                                   f"  <- linked from {site.url('/')} and 1 other page")
+        self.assertEqual(lines[1], "")
+        self.assertEqual(lines[2], "Status:   2xx 2, 4xx 1")
+        self.assertNotIn(site.url("/a"), result.stdout)
+
+    def test_unwritable_output_stops_the_crawl_without_blaming_urls(self):
+        site = self.site({"/": html_page("/a"), "/a": html_page()})
+        result = crawler_cli("--no-robots", "-o", "/dev/full", site.url())
+        self.assertEqual(result.returncode, 1)
+        self.assertNotIn("Traceback", result.stderr)
+        self.assertEqual(result.stderr.count("cannot write --output '/dev/full'"), 1, result.stderr)
+        self.assertNotIn("[internal]", result.stdout)
+        self.assertIn(f"200 {site.url('/')}  text/html", result.stdout)
+
+    def test_a_closed_stdout_pipe_is_not_a_traceback(self):
+        # About 100 KB of report, more than a pipe holds, so writing it must
+        # hit the closed pipe.
+        site = self.site({"/": html_page(*[f"/p{i}-{'x' * 200}" for i in range(400)])})
+        command = (f"{sys.executable} {os.path.join(HERE, 'crawl.py')} --no-robots "
+                   f"{site.url()} | head -n 1")
+        result = subprocess.run(["sh", "-c", command], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, universal_newlines=True, timeout=30)
+        self.assertEqual(result.stdout.count("\n"), 1)
+        self.assertEqual(result.stderr, "")
+
+    def test_usage_errors_say_what_is_wrong(self):
+        cases = {
+            "http:/localhost:8123": "missing '//' after 'http:'",
+            "::1": "IPv6 addresses need brackets",
+            "localhost:0": "invalid port '0'",
+            "mailto:someone@example.test": "unsupported URL scheme 'mailto'",
+        }
+        for root, message in cases.items():
+            with self.subTest(root=root):
+                stderr = io.StringIO()
+                with contextlib.redirect_stderr(stderr), self.assertRaises(SystemExit) as caught:
+                    crawl.main([root])
+                self.assertEqual(caught.exception.code, 2)
+                self.assertIn(message, stderr.getvalue().splitlines()[-1])
+        self.assertEqual(crawl.parse_root("localhost:"), "http://localhost/")
+
+    def test_bad_option_values_caught_before_crawling(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".pem") as not_pem:
+            not_pem.write("not a certificate\n")
+            not_pem.flush()
+            cases = [(["--cafile", not_pem.name], "not a readable PEM file"),
+                     (["-o", "-"], "--output needs a file name"),
+                     (["--exclude", ""], "matches every URL"),
+                     (["--exclude", "x*"], "matches every URL")]
+            for args, message in cases:
+                with self.subTest(args=args):
+                    stderr = io.StringIO()
+                    with contextlib.redirect_stderr(stderr), \
+                            self.assertRaises(SystemExit) as caught:
+                        crawl.main(args + ["localhost:9"])
+                    self.assertEqual(caught.exception.code, 2)
+                    self.assertIn(message, stderr.getvalue().splitlines()[-1])
+
+    def test_verbose_logs_robots_and_fetches_and_leaves_logging_as_it_was(self):
+        site = self.site({"/": html_page("/a"), "/a": html_page()})
+        result = crawler_cli("-vv", "-q", site.url())
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn(f"INFO robots.txt for {site.origin}: 0 rules", result.stderr)
+        self.assertIn(f"DEBUG 200 {site.url('/a')}", result.stderr)
+        before = crawl.logger.level, crawl.logger.propagate, list(crawl.logger.handlers)
+        with contextlib.redirect_stdout(io.StringIO()):
+            crawl.main(["-q", "-v", site.url()])
+        self.assertEqual((crawl.logger.level, crawl.logger.propagate, crawl.logger.handlers),
+                         before)
+
+    def test_robots_txt_unreachable_says_how_many_tries(self):
+        url = f"http://127.0.0.1:{crawler_free_port()}/"
+        records = crawl.crawl([url], max_tries=3, backoff=0.01)
+        self.assertEqual(len(records), 1)
+        self.assertEqual(records[0].error_kind, "connect")
+        self.assertTrue(records[0].error.startswith("robots.txt unreachable after 3 tries: "),
+                        records[0].error)
+
+    def test_an_on_record_callback_that_raises_is_not_the_urls_fault(self):
+        site = self.site({"/": html_page("/a"), "/a": html_page()})
+
+        def broken_callback(record):
+            raise RuntimeError("disk on fire")
+
+        with self.assertLogs("crawl", "ERROR") as logs:
+            records = crawl.crawl([site.url()], on_record=broken_callback)
+        self.assertEqual([(r.url, r.status, r.error) for r in records],
+                         [(site.url("/"), 200, None), (site.url("/a"), 200, None)])
+        self.assertEqual(len(logs.records), 2)
 
 
 _FAULT_CRAWL_PY = os.path.join(HERE, "crawl.py")
@@ -6399,7 +6503,7 @@ class FaultSubprocessTest(unittest.TestCase):
         self.assertEqual(set(urls), {site.url("/")} | {site.url(f"/p{i}") for i in range(count)})
         self.assertEqual(set(urls.values()), {1}, "each page recorded once")
         self.assertEqual({(r["status"], r["error_kind"]) for r in records}, {(200, None)})
-        self.assertIn(f"Crawled {count + 1} pages", result.stdout)
+        self.assertIn(f"Pages:    {count + 1} (HTML", result.stdout)
         # each page fetched once: waiting for a descriptor is not a try
         self.assertEqual(collections.Counter(site.targets()),
                          collections.Counter(["/robots.txt", "/"] + [f"/p{i}" for i in range(count)]))
@@ -6439,7 +6543,7 @@ class FaultSubprocessTest(unittest.TestCase):
         self.assertEqual(process.returncode, 143, stderr)
         self.assertNotIn("Traceback", stderr)
         self.assertIn("INTERRUPTED: 10 URLs remained unfetched", stdout)
-        self.assertIn("Crawled 11 pages", stdout)
+        self.assertIn("Pages:    11 (HTML", stdout)
         records, text = _fault_read_jsonl(self.output)
         self.assertTrue(text.endswith("\n"))
         got = {r["url"]: (r["status"], r["error_kind"]) for r in records}
