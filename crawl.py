@@ -10,9 +10,10 @@ bottom like blocking code. Standard library only; no asyncio.
 Run it:     python crawl.py xkcd.com          (python crawl.py --help)
 Test it:    python -m unittest -v test_crawl
 Vendor it:  copy this file into your project and import what you need:
-            Future, Task, EventLoop, sleep, connect, read, read_all, sendall,
-            open_connection, wait_for, gather, Queue, Stream, Client, fetch,
-            Crawler, crawl.
+            Future, Task, EventLoop, run, get_event_loop, current_task,
+            sleep, connect, read, read_all, sendall, open_connection,
+            wait_for, timeout, gather, Queue, Stream, Client, fetch,
+            Crawler, crawl, main.
 
 Read it in this order (each part has a section header):
   1. Futures and tasks       a value that arrives later; a coroutine driven by futures
@@ -320,6 +321,7 @@ class Task(Future):
             yielded.add_done_callback(self._wakeup)
             if self._must_cancel:  # cancel() was called during this step
                 self._must_cancel = False
+                self._cancel_requests -= 1  # cancel() counts it again
                 self.cancel()
         else:
             self._loop.call_soon(self._step, RuntimeError(_bad_yield_message(yielded)))
@@ -495,7 +497,7 @@ class EventLoop:
         handle = self.call_soon(callback, *args)
         try:
             self._wakeup_writer.send(b"\0")
-        except OSError:  # the pipe is full (already awake) or the loop closed
+        except OSError:  # the socket buffer is full (already awake) or the loop closed
             pass
         return handle
 
@@ -588,8 +590,8 @@ class EventLoop:
         ready = self._ready
         if ready or self._stopping:
             timeout = 0
-        elif self._timers:
-            timeout = max(0.0, self._timers[0][0] - self.time())
+        elif self._timers:  # (capped: select() cannot wait for ever-far timers)
+            timeout = min(max(0.0, self._timers[0][0] - self.time()), 24 * 3600.0)
         else:
             timeout = None  # nothing to do until a socket is ready
 
@@ -748,10 +750,21 @@ def _copy_future_outcome(source, destination):
 
 def run(coro):
     """Run coro on a new loop until it is done, close the loop, return its
-    result: the entry point for scripts (like asyncio.run)."""
+    result: the entry point for scripts (like asyncio.run). On Ctrl-C the
+    main task is cancelled and given the chance to clean up (its finally
+    blocks run) before KeyboardInterrupt goes on."""
     loop = EventLoop()
+    main = loop.create_task(coro)
     try:
-        return loop.run_until_complete(coro)
+        return loop.run_until_complete(main)
+    except KeyboardInterrupt:
+        if not main.done():
+            main.cancel()
+            try:
+                loop.run_until_complete(_wait_done(main))
+            except KeyboardInterrupt:  # a second Ctrl-C: leave now
+                pass
+        raise
     finally:
         loop.close()
 
@@ -907,7 +920,8 @@ def getaddrinfo(host, port):
         pass  # not an IP literal
     loop = get_event_loop()
     try:
-        return (yield from loop.run_in_thread(socket.getaddrinfo, host, port, 0, socket.SOCK_STREAM))
+        return (yield from loop.run_in_thread(socket.getaddrinfo, host, port, 0,
+                                              socket.SOCK_STREAM))
     except socket.gaierror as error:
         raise socket.gaierror(error.errno, f"{error.strerror} (resolving {host!r})") from None
 
@@ -965,7 +979,8 @@ def open_connection(host, port, *, ssl_context=None, server_hostname=None,
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if ssl_context is not None:
-            sock = yield from start_tls(sock, ssl_context, server_hostname or host, connect_timeout)
+            sock = yield from start_tls(sock, ssl_context, server_hostname or host,
+                                        connect_timeout)
     except BaseException:
         sock.close()
         raise
@@ -1034,15 +1049,17 @@ class timeout:
     def __exit__(self, exc_type, exc, traceback):
         if self._timer is not None:
             self._timer.cancel()
-        if self.expired and exc_type is CancelledError and self._task.uncancel() == 0:
+        # Once the deadline has fired, take back its cancel request whatever
+        # happened in the block; raise TimeoutError only if no other remains.
+        if self.expired and self._task.uncancel() == 0 and exc_type is CancelledError:
             raise TimeoutError(f"timed out after {self.seconds:g} s") from None
         return False  # a cancellation that is not ours goes on
 
 
 def gather(*awaitables):
     """Wait for all awaitables; return their results in order. The first
-    exception is raised once every one of them is done (none is left
-    running behind the caller's back)."""
+    exception is raised once every one of them is done. If the waiting
+    coroutine is cancelled, they are all cancelled (not waited for)."""
     futures = [ensure_future(awaitable) for awaitable in awaitables]
     try:
         for future in futures:
@@ -1096,8 +1113,9 @@ class Stream:
     chunks by hand.
 
     read_timeout (seconds or None) bounds how long any single wait lasts,
-    for the next byte to read or for room to write: TimeoutError. Counters bytes_received and bytes_sent count
-    bytes on the wire (after TLS decryption)."""
+    for the next byte to read or for room to write: TimeoutError. The
+    counters bytes_received and bytes_sent count the stream's plaintext
+    bytes (after TLS decryption, before encryption)."""
 
     def __init__(self, sock, read_timeout=None):
         self.sock = sock
@@ -1356,6 +1374,7 @@ class HTTPError(Exception):
 
     def __init__(self, message, url=None, response=None):
         super().__init__(f"{url}: {message}" if url else message)
+        self.message = message  # without the URL
         self.url = url
         self.response = response
 
@@ -1383,6 +1402,12 @@ class ContentDecodingError(HTTPError):
     """The Content-Encoding could not be decoded (corrupt or unsupported)."""
 
     kind = "decoding"
+
+
+class InvalidURL(ValueError):
+    """A URL that cannot be fetched as it stands: no host, a bad port, an
+    invalid IPv6 literal or international name, a scheme other than http
+    and https. The message says which."""
 
 
 class Fields:
@@ -1445,7 +1470,8 @@ class Response:
     (str or None, from Content-Type), wire_bytes (int: bytes received for
     it, status line and fields included), truncated (bool: the body is
     partial; only seen on the response attached to an HTTPError), elapsed
-    (float seconds from sending the request to the end of the body)."""
+    (float seconds from the start of the fetch, connecting included, to
+    the end of the body)."""
 
     __slots__ = ("url", "status", "reason", "http_version", "headers", "body",
                  "wire_bytes", "truncated", "elapsed")
@@ -1523,7 +1549,7 @@ def parse_fields(lines, url=None):
             pairs.append((name, value + " " + line.strip(" \t")))
             continue
         name, colon, value = line.partition(":")
-        if not colon or not name or name != name.strip() or " " in name:
+        if not colon or not _TOKEN.fullmatch(name):
             raise ProtocolError(f"invalid field line {line[:100]!r}", url)
         pairs.append((name, value.strip(" \t")))
     return Fields(pairs)
@@ -1537,7 +1563,8 @@ def _read_field_lines(stream, budget, url):
         try:
             line = yield from stream.readline(budget)
         except LimitOverrunError:
-            raise ProtocolError(f"field section larger than {MAX_FIELD_SECTION_BYTES} bytes", url) from None
+            raise ProtocolError(f"field section larger than {MAX_FIELD_SECTION_BYTES} bytes",
+                                url) from None
         budget -= len(line)
         if line in (b"\r\n", b"\n"):
             return lines, budget
@@ -1582,7 +1609,7 @@ def _read_head(stream, url):
             fields = parse_fields([line.decode("latin-1") for line in lines], url)
         if status == 101:
             raise ProtocolError("101 Switching Protocols was not asked for", url)
-        if status >= 200 or status < 100:
+        if status >= 200:
             return version, status, reason, fields
 
 
@@ -1597,8 +1624,8 @@ def _content_length(fields, url):
     if len(lengths) != 1:
         raise ProtocolError(f"conflicting Content-Length values {values!r}", url)
     length = lengths.pop()
-    if not length.isdigit() or not length.isascii():
-        raise ProtocolError(f"invalid Content-Length {length!r}", url)
+    if not length.isdigit() or not length.isascii() or len(length) > 18:
+        raise ProtocolError(f"invalid Content-Length {length[:40]!r}", url)
     return int(length)
 
 
@@ -1661,6 +1688,7 @@ class ContentDecoder:
         self._decompressor = None
         self._undecided = b""  # deflate: input kept until zlib vs raw is known
         self._fed = False  # whether any compressed byte arrived
+        self._trailing_junk = False  # bytes after the last gzip member
         if self.coding in ("gzip", "x-gzip"):
             self._decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
 
@@ -1677,8 +1705,27 @@ class ContentDecoder:
         try:
             decoded = self._decompressor.decompress(data, room + 1)
         except zlib.error as error:
-            raise ContentDecodingError(f"cannot decode {self.coding} body: {error}", self.url) from None
+            raise ContentDecodingError(f"cannot decode {self.coding} body: {error}",
+                                       self.url) from None
+        rest = self._next_gzip_member()
+        while rest and len(decoded) <= room:
+            try:
+                decoded += self._decompressor.decompress(rest, room + 1 - len(decoded))
+            except zlib.error:  # not another member: trailing junk, ignored as browsers do
+                self._trailing_junk = True
+                break
+            rest = self._next_gzip_member()
         return self._keep(decoded)
+
+    def _next_gzip_member(self):
+        """A gzip body may hold several members one after another (RFC 1952
+        §2.2): when one ends with bytes left, start a decompressor for the
+        next and return those bytes (None when there are none)."""
+        finished = self._decompressor
+        if self.coding == "deflate" or not (finished.eof and finished.unused_data):
+            return None
+        self._decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        return finished.unused_data
 
     def _choose_deflate_format(self, data):
         # "deflate" means zlib-wrapped (RFC 9110 §8.4.1.2), but many servers
@@ -1717,7 +1764,8 @@ class ContentDecoder:
             except zlib.error as error:
                 raise ContentDecodingError(f"cannot decode {self.coding} body: {error}",
                                            self.url) from None
-            if self._fed and not self._decompressor.eof and not self.too_large:
+            if (self._fed and not self._decompressor.eof and not self.too_large
+                    and not self._trailing_junk):
                 raise ContentDecodingError(f"{self.coding} body ends before the end of "
                                            "its compressed data", self.url)
         return bytes(self.body)
@@ -1767,14 +1815,16 @@ def _read_chunked_body(stream, decoder, url):
             return outcome
         try:
             end = yield from stream.readline(2)
-        except (LimitOverrunError, IncompleteReadError):
+        except IncompleteReadError:
+            return "truncated"
+        except LimitOverrunError:
             end = None
         if end not in (b"\r\n", b"\n"):
             raise ProtocolError("chunk data not followed by CRLF", url)
     try:
         yield from _read_field_lines(stream, MAX_FIELD_SECTION_BYTES, url)  # trailers
     except IncompleteReadError:
-        return "truncated"
+        pass  # the last chunk arrived; only the final CRLF is missing (as http.client)
     return "complete"
 
 
@@ -1796,7 +1846,10 @@ def read_response(stream, method, url, max_body_size=DEFAULT_MAX_BODY_SIZE):
         if length is not None and length > max_body_size:
             raise BodyTooLarge(f"Content-Length {length} exceeds the limit of "
                                f"{max_body_size} bytes", url)
-        decoder = ContentDecoder(fields.get("content-encoding"), max_body_size, url)
+        # A response with no body (HEAD, 204, 304, a redirect with
+        # Content-Length: 0) has nothing to decode, whatever its encoding says.
+        coding = fields.get("content-encoding") if length != 0 else None
+        decoder = ContentDecoder(coding, max_body_size, url)
         if framing == "none":
             outcome = "complete"
         elif framing == "length":
@@ -1823,7 +1876,7 @@ def read_response(stream, method, url, max_body_size=DEFAULT_MAX_BODY_SIZE):
     # Bytes after the body mean the framing is in doubt (e.g. a 304 sent
     # with a body): never send another request on this connection.
     reusable = (reusable and framing != "close" and wants_keep_alive(version, fields)
-                and not stream.buffered())
+                and not stream.buffered() and not stream.at_eof())
     return response, reusable
 
 
@@ -1839,17 +1892,19 @@ def split_url(url):
     scheme, authority, path, query, _ = _URI_REFERENCE.match(url.strip()).groups()
     scheme = (scheme or "").lower()
     if scheme not in DEFAULT_PORTS:
-        raise ValueError(f"unsupported URL scheme {scheme!r} in {url!r}: only http and https")
+        raise InvalidURL(f"unsupported URL scheme {scheme!r} in {url!r}: only http and https")
     host, port = parse_authority(authority or "", url)
     return scheme, host, port or DEFAULT_PORTS[scheme], request_target(path, query)
 
 
 # RFC 3986 Appendix B: the regular expression that splits any URI reference
 # into scheme, authority, path, query and fragment (missing parts are None).
-_URI_REFERENCE = re.compile(r"(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.S)
+_URI_REFERENCE = re.compile(
+    r"(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.S)
 
 
-_FORBIDDEN_IN_HOST = re.compile(r"[\x00-\x20#%/:<>?@\[\\\]^|\x7f]")  # WHATWG URL forbidden host code points
+# The code points the WHATWG URL standard forbids in a host.
+_FORBIDDEN_IN_HOST = re.compile(r"[\x00-\x20#%/:<>?@\[\\\]^|\x7f]")
 
 
 def parse_authority(netloc, url=None):
@@ -1860,26 +1915,26 @@ def parse_authority(netloc, url=None):
     if hostport.startswith("["):
         literal, bracket, port = hostport[1:].partition("]")
         if not bracket or (port and not port.startswith(":")):
-            raise ValueError(f"invalid IPv6 address in {url or netloc!r}")
+            raise InvalidURL(f"invalid IPv6 address in {url or netloc!r}")
         try:  # parse and print it back: validated and in its canonical form (RFC 5952)
             host = socket.inet_ntop(socket.AF_INET6, socket.inet_pton(socket.AF_INET6, literal))
         except (OSError, ValueError):
-            raise ValueError(f"invalid IPv6 address [{literal}] in {url or netloc!r}") from None
+            raise InvalidURL(f"invalid IPv6 address [{literal}] in {url or netloc!r}") from None
         port = port[1:]
     else:
         if hostport.count(":") > 1:
-            raise ValueError(f"IPv6 addresses need brackets, as in http://[::1]:8000/: "
+            raise InvalidURL(f"IPv6 addresses need brackets, as in http://[::1]:8000/: "
                              f"{url or netloc!r}")
         host, _, port = hostport.partition(":")
         if not host:
-            raise ValueError(f"no host in {url or netloc!r}")
+            raise InvalidURL(f"no host in {url or netloc!r}")
         host = ascii_host(host)
         if _FORBIDDEN_IN_HOST.search(host):
-            raise ValueError(f"invalid character in host {host!r}")
+            raise InvalidURL(f"invalid character in host {host!r}")
     if not port:
         return host, None
     if not port.isdigit() or not port.isascii() or not 0 < int(port) <= 65535:
-        raise ValueError(f"invalid port {port!r} in {url or netloc!r}")
+        raise InvalidURL(f"invalid port {port!r} in {url or netloc!r}")
     return host, int(port)
 
 
@@ -1892,7 +1947,7 @@ def ascii_host(host):
     try:
         return host.encode("idna").decode("ascii")
     except UnicodeError:
-        raise ValueError(f"invalid international host name {host!r}") from None
+        raise InvalidURL(f"invalid international host name {host!r}") from None
 
 
 _NEEDS_NO_ENCODING = re.compile(r"[A-Za-z0-9\-._~/:@!$&'()*+,;=?]*\Z")
@@ -1936,6 +1991,10 @@ _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 §5.6.2
 def _check_field_value(name, value):
     if any(c in value for c in "\r\n\0"):
         raise ValueError(f"{name} must not contain CR, LF or NUL: {value!r}")
+    try:
+        value.encode("latin-1")  # field values are octets (RFC 9110 §5.5)
+    except UnicodeEncodeError:
+        raise ValueError(f"{name} must be ASCII (or latin-1): {value!r}") from None
     return value
 
 
@@ -2278,7 +2337,8 @@ def _normalize_absolute(url):
     if ":" in host:
         host = f"[{host}]"
     authority = host if port is None or port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
-    path = _normalize_component(remove_dot_segments(path), _PATH_SAFE) or "/"
+    # Escapes first, then dot-segments: "%2E%2E" is ".." (RFC 3986 §6.2.2.3).
+    path = remove_dot_segments(_normalize_component(path, _PATH_SAFE)) or "/"
     query = _normalize_component(query or "", _QUERY_SAFE)
     return f"{scheme}://{authority}{path}?{query}" if query else f"{scheme}://{authority}{path}"
 
@@ -2291,7 +2351,7 @@ def _split_base(base):
     if parts is None:
         normalized = normalize_url(base)
         if normalized is None:
-            raise ValueError(f"base URL {base!r} is not an absolute http(s) URL")
+            raise InvalidURL(f"base URL {base!r} is not an absolute http(s) URL")
         scheme, _, rest = normalized.partition("://")
         slash = rest.find("/")
         path, _, query = rest[slash:].partition("?")
@@ -2311,11 +2371,12 @@ def _resolve_path(link, scheme, authority, base_path, base_query):
         path = base_path
         if not question:
             query = base_query
-    elif path[0] == "/":
+    else:
+        # Escapes first, then dot-segments: "%2E%2E" is ".." (RFC 3986 §6.2.2.3).
+        path = _normalize_component(path, _PATH_SAFE)
+        if path[0] != "/":  # merge with the base's directory (RFC 3986 §5.2.3)
+            path = base_path[:base_path.rfind("/") + 1] + path
         path = remove_dot_segments(path)
-    else:  # merge with the base's directory (RFC 3986 §5.2.3)
-        path = remove_dot_segments(base_path[:base_path.rfind("/") + 1] + path)
-    path = _normalize_component(path, _PATH_SAFE)
     query = _normalize_component(query, _QUERY_SAFE)
     return f"{scheme}://{authority}{path}?{query}" if query else f"{scheme}://{authority}{path}"
 
@@ -2377,8 +2438,11 @@ def html_charset(body, declared):
         match = _META_CHARSET.search(body, 0, 1024)
         charset = match.group(1).decode("ascii").lower() if match else "utf-8"
     try:
-        codecs.lookup(charset)
-    except LookupError:
+        codec = codecs.lookup(charset)
+    except (LookupError, ValueError):
+        return "utf-8"
+    # Names like "base64" or "idna" are codecs, but not encodings of a page.
+    if not getattr(codec, "_is_text_encoding", True) or codec.name in ("idna", "punycode"):
         return "utf-8"
     return charset
 
@@ -2506,7 +2570,8 @@ _NAME_ENDS = r"(?:[\t\n\r\f />\x00]|\Z)"
 # extent and attributes, with no ambiguity for the engine to resolve.
 _PLAIN_ATTRIBUTE = re.compile(
     r"""[ \t\n\r\f]+([a-zA-Z_:][-a-zA-Z0-9_:.]*)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s"'=<>`]+))?""")
-_PLAIN_ATTRIBUTES = r"""(?:[ \t\n\r\f]+[a-zA-Z_:][-a-zA-Z0-9_:.]*(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'=<>`]+))?)*"""
+_PLAIN_ATTRIBUTES = (r"""(?:[ \t\n\r\f]+[a-zA-Z_:][-a-zA-Z0-9_:.]*"""
+                     r"""(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'=<>`]+))?)*""")
 
 _SKIP = re.compile(r"""(?:
       [^<]+                                         # text
@@ -2557,8 +2622,6 @@ def scan_links(text):
                 position = _skip_raw_text(text, position, tag)
         elif position < end and text[position] == "<":
             position = _scan_construct(text, position, found)
-        if position < 0:
-            break  # an unclosed <script> or <style>: the rest is its text
     return found
 
 
@@ -2569,6 +2632,9 @@ def _scan_construct(text, i, found):
         match = _COMMENT_CLOSE.search(text, i + 4)
         end = match.end() if match else -1
     elif text.startswith(("<!", "<?"), i):
+        # <!DOCTYPE, a bogus comment or a processing instruction: up to the
+        # first ">" (html.parser looks from i + 9 after "<!doctype", but
+        # those seven letters cannot hold a ">" anyway).
         end = text.find(">", i + 2)
         end = end + 1 if end >= 0 else -1
     elif text.startswith("</", i):
@@ -2581,12 +2647,11 @@ def _scan_construct(text, i, found):
     if end >= 0:
         return end
     # Not closed before the end of the input: html.parser takes the text
-    # up to the next ">" (or "<") as data and goes on after it.
+    # up to the next ">" as data and goes on after it. With no ">" left,
+    # nothing after this can be a tag either: stop (and stay linear on
+    # garbage such as "<div a<div a<div a...").
     end = text.find(">", i + 1)
-    if end >= 0:
-        return end + 1
-    end = text.find("<", i + 1)
-    return end if end >= 0 else i + 1
+    return end + 1 if end >= 0 else len(text)
 
 
 _ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
@@ -2636,13 +2701,13 @@ def _scan_start_tag(text, i, found):
 
 
 def _skip_raw_text(text, i, tag):
-    """After <script> or <style>: the end of the element's text and end tag,
-    or -1 if it never ends (html.parser then ignores the rest)."""
+    """After <script> or <style>: where the element's text and end tag end;
+    the end of the text if it never ends (html.parser ignores the rest)."""
     pattern = _RAW_TEXT_END[tag]
     while True:
         match = pattern.search(text, i)
         if not match:
-            return -1
+            return len(text)
         end = text.find(">", match.start() + 1) + 1
         name = _END_TAG.match(text, match.start())
         if name and name.group(1).lower() == tag:
@@ -2698,7 +2763,9 @@ class _LinkResolver:
         self.scheme = scheme
 
     def _context(self, raw):
-        first = raw[:1]
+        if not raw:
+            return self.base
+        first = raw[0]
         if first == "/":
             return self.scheme if raw[1:2] == "/" else self.origin
         if first.isalnum() or first in "._-~%":
@@ -2715,8 +2782,8 @@ class _LinkResolver:
         if result is cache:
             try:
                 result = normalize_url(raw, self.base)
-            except ValueError as error:
-                result = error
+            except ValueError as error:  # kept as its message: the reason it is invalid
+                result = InvalidURL(str(error))
             if len(cache) >= self.MAX_ENTRIES:
                 cache.clear()
             cache[key] = result
@@ -2734,6 +2801,9 @@ _ABSOLUTE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
 # several of its rules (no * or $ wildcards, first match instead of longest,
 # a UTF-8 BOM breaks the first group, fractional Crawl-delay is dropped), so
 # here is a small matcher of our own.
+
+
+MAX_CRAWL_DELAY = 60.0  # seconds: a larger Crawl-delay is honoured as this
 
 
 class RobotsRules:
@@ -2777,9 +2847,11 @@ class RobotsRules:
                     rules.append((key == "allow", _normalize_component(value, _QUERY_SAFE + "*$")))
                 elif key == "crawl-delay":
                     try:
-                        delays.append(max(0.0, float(value)))
+                        delay = float(value)
                     except ValueError:
-                        pass
+                        continue
+                    if 0 <= delay < float("inf"):  # not "inf", "nan" or negative
+                        delays.append(min(delay, MAX_CRAWL_DELAY))
         return cls(rules, max(delays) if delays else None)
 
     def summary(self):
@@ -2794,7 +2866,8 @@ class RobotsRules:
             return True  # implicitly allowed (RFC 9309 §2.2.2)
         best_length, allowed = -1, True
         for pattern, length, allow in self.rules:
-            if (length > best_length or (length == best_length and allow)) and pattern.match(target):
+            longer = length > best_length or (length == best_length and allow)
+            if longer and pattern.match(target):
                 best_length, allowed = length, allow
         return allowed
 
@@ -2814,8 +2887,8 @@ def _robots_groups(text):
                 agents, rules = set(), []
                 groups.append((agents, rules))
             agents.add(value.split("/")[0].strip().lower())
-        elif agents is not None:
-            rules.append((key, value))
+        elif agents is not None and key in ("allow", "disallow", "crawl-delay"):
+            rules.append((key, value))  # other records (Sitemap, ...) do not end a group
     return groups
 
 
@@ -2912,9 +2985,9 @@ class Record:
 def describe_error(error):
     """(error kind, short message) for an exception raised by a fetch."""
     if isinstance(error, HTTPError):
-        return error.kind, str(error).split(": ", 1)[-1] if error.url else str(error)
+        return error.kind, error.message
     if isinstance(error, TimeoutError):
-        return "timeout", str(error).split(": ", 1)[-1] or "timed out"
+        return "timeout", str(error).split(": ", 1)[-1] or "timed out"  # the record has the URL
     if isinstance(error, socket.gaierror):
         return "dns", f"cannot resolve host: {error.strerror or error}"
     if isinstance(error, ssl.SSLCertVerificationError):
@@ -2930,7 +3003,7 @@ def describe_error(error):
                            errno.EADDRNOTAVAIL, errno.ETIMEDOUT):
             return "connect", error.strerror or str(error)
         return "network", str(error)
-    if isinstance(error, ValueError):
+    if isinstance(error, InvalidURL):
         return "invalid_url", str(error)
     return "internal", f"unexpected {type(error).__name__}: {error}"
 
@@ -2955,7 +3028,7 @@ def parse_retry_after(value, now=None):
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():
         return float(value)
     import email.utils  # only needed for the rare date form
     try:
@@ -2975,17 +3048,17 @@ def parse_root(text):
     scheme = _SCHEME.match(text)
     if "://" not in text:
         if scheme and scheme.group()[:-1].lower() in DEFAULT_PORTS:
-            raise ValueError(f"missing '//' after {scheme.group()!r} in {text!r}")
+            raise InvalidURL(f"missing '//' after {scheme.group()!r} in {text!r}")
         if scheme and not re.match(r"[^:/]+:\d*(/|$)", text):  # not host:port
-            raise ValueError(f"unsupported URL scheme {scheme.group()[:-1]!r} in {text!r}: "
+            raise InvalidURL(f"unsupported URL scheme {scheme.group()[:-1]!r} in {text!r}: "
                              "only http and https")
         text = "http://" + text
     scheme = text.split("://", 1)[0].lower()
     if scheme not in DEFAULT_PORTS:
-        raise ValueError(f"unsupported URL scheme {scheme!r} in {text!r}: only http and https")
+        raise InvalidURL(f"unsupported URL scheme {scheme!r} in {text!r}: only http and https")
     url = normalize_url(text)
     if url is None:
-        raise ValueError(f"not a URL that can be crawled: {text!r}")
+        raise InvalidURL(f"not a URL that can be crawled: {text!r}")
     return url
 
 
@@ -3086,11 +3159,13 @@ class Crawler:
         authority = url.split("/", 3)[2]
         in_scope = self._scope_by_authority.get(authority)
         if in_scope is None:
-            host = _split_authority(authority)[0]
-            in_scope = host in self.scope_hosts or (self.lenient and any(
-                host.endswith("." + root) for root in self.scope_hosts))
+            in_scope = self._host_in_scope(_split_authority(authority)[0])
             self._scope_by_authority[authority] = in_scope
         return in_scope and not any(pattern.search(url) for pattern in self.exclude)
+
+    def _host_in_scope(self, host):
+        return host in self.scope_hosts or (self.lenient and any(
+            host.endswith("." + root) for root in self.scope_hosts))
 
     def _discover(self, url, redirects_left, depth, referrer, chain=()):
         """Queue url unless it was seen before; True if it was queued.
@@ -3120,24 +3195,45 @@ class Crawler:
                          for n in range(self.max_tasks)]
         try:
             yield from self.frontier.join()
+        except GeneratorExit:  # dropped without being run to the end: no waiting now
+            self._abandon()
+            raise
         except CancelledError:
             self.interrupted = True
-            raise
-        finally:
             yield from self._shut_down()
+            raise
+        except BaseException:
+            yield from self._shut_down()
+            raise
+        yield from self._shut_down()
         return self.records
 
     def _shut_down(self):
+        """Cancel the workers and wait for them; record what is left. A
+        second cancellation while this runs is held until it is done, so
+        that no URL is left without a record."""
         for worker in self._workers:
             worker.cancel()
+        cancelled = False
         for worker in self._workers:
-            yield from _wait_done(worker)
-        while not self.frontier.empty():  # left over by an interruption
+            while not worker.done():
+                try:
+                    yield from _wait_done(worker)
+                except CancelledError:
+                    cancelled = True
+        self._abandon()
+        if cancelled:
+            raise CancelledError()
+
+    def _abandon(self):
+        """Record every URL still queued as interrupted and close the client
+        (no waiting: this also runs when the loop is gone)."""
+        while not self.frontier.empty():
             url, _, depth, referrer, _ = self.frontier.get_nowait()
             self._not_fetched(Record(url, depth, referrer), "interrupted",
                               "not fetched: the crawl was interrupted")
         self.client.close()
-        self.finished = get_event_loop().time()
+        self.finished = time.monotonic()  # the loop's clock
 
     def _work(self):
         while True:
@@ -3152,7 +3248,8 @@ class Crawler:
                 raise
             except Exception as error:  # one URL's trouble never stops the crawl
                 logger.exception("%s: unexpected error", url)
-                record.error_kind, record.error = "internal", f"unexpected {type(error).__name__}: {error}"
+                record.error_kind = "internal"
+                record.error = f"unexpected {type(error).__name__}: {error}"
                 self._finish(record)
             finally:
                 self.in_flight -= 1
@@ -3161,9 +3258,11 @@ class Crawler:
     def _process(self, item, record):
         url, redirects_left, depth, referrer, chain = item
         if self.max_depth is not None and depth > self.max_depth:
-            return self._not_fetched(record, "max_depth", f"not fetched: deeper than --max-depth {self.max_depth}")
+            return self._not_fetched(record, "max_depth",
+                                     f"not fetched: deeper than --max-depth {self.max_depth}")
         if self.max_pages is not None and self.fetches_started >= self.max_pages:
-            return self._not_fetched(record, "max_pages", f"not fetched: --max-pages {self.max_pages} reached")
+            return self._not_fetched(record, "max_pages",
+                                     f"not fetched: --max-pages {self.max_pages} reached")
         origin = url_origin(url)
         state = self.origins.get(origin)
         if state is None:
@@ -3173,6 +3272,10 @@ class Crawler:
             if not rules.can_fetch(url_target(url)):
                 return self._not_fetched(record, rules.error_kind,
                                          rules.reason or "blocked by robots.txt")
+            if self.max_pages is not None and self.fetches_started >= self.max_pages:
+                # Other workers started fetches while this one waited for robots.txt.
+                return self._not_fetched(record, "max_pages",
+                                         f"not fetched: --max-pages {self.max_pages} reached")
         self.fetches_started += 1
         started = get_event_loop().time()
         try:
@@ -3205,7 +3308,7 @@ class Crawler:
         max_tries with exponential back-off (Retry-After honoured up to
         max_retry_after). Running out of file descriptors is waited out and
         not counted as a try."""
-        waits_for_descriptors = 0
+        waited_for_descriptors = 0.0
         while True:
             yield from self._polite_wait(state)
             record.tries += 1
@@ -3214,8 +3317,9 @@ class Crawler:
             except Exception as error:
                 if _out_of_file_descriptors(error):
                     record.tries -= 1
-                    waits_for_descriptors += 1
-                    yield from sleep(min(2.0, 0.05 * waits_for_descriptors))
+                    delay = self._wait_for_descriptors(error, waited_for_descriptors)
+                    waited_for_descriptors += delay
+                    yield from sleep(delay)
                     continue
                 if record.tries >= self.max_tries or not _is_retryable(error):
                     raise
@@ -3230,6 +3334,15 @@ class Crawler:
                     delay = min(retry_after, self.max_retry_after)
                 logger.info("%s: status %d; retrying in %.1f s", url, response.status, delay)
             yield from sleep(delay)
+
+    def _wait_for_descriptors(self, error, waited):
+        """Out of file descriptors (EMFILE): close the idle connections and
+        return how long to wait for other fetches to give some back. Raise
+        error when none is in flight that could, or after 60 s of waiting."""
+        self.client.pool.close()
+        if self.in_flight <= 1 or waited >= 60.0:
+            raise error
+        return min(2.0, 0.05 + waited / 2)
 
     def _polite_wait(self, state):
         """Wait for the host's next request slot: requests to one host start
@@ -3311,7 +3424,8 @@ class Crawler:
         try:
             target = resolve_location(location, record.url)
         except ValueError as error:
-            record.error_kind, record.error = "invalid_url", f"invalid Location {location!r}: {error}"
+            record.error_kind = "invalid_url"
+            record.error = f"invalid Location {location!r}: {error}"
             return
         if target is None:  # a scheme we do not fetch: say where it pointed
             record.redirect = location.strip()
@@ -3348,9 +3462,16 @@ class Crawler:
                 record.new_links += 1
 
     def _invalid_link(self, raw, reason, referrer, depth):
-        """A link that cannot be a valid URL gets its own failed record (a
-        broken link is what a link checker is for)."""
+        """A link on a crawled page that cannot be a valid URL gets its own
+        failed record (a broken link is what a link checker is for), unless
+        it names another host: those are out of scope, valid or not."""
         url = raw.strip(_LINK_WHITESPACE)
+        authority = _URI_REFERENCE.match(url).group(2)
+        if authority:
+            host = authority.rpartition("@")[2].lower()
+            host = host[1:].partition("]")[0] if host.startswith("[") else host.partition(":")[0]
+            if not self._host_in_scope(host):
+                return
         if url in self.seen or url in self.records:
             return
         self.seen[url] = 1
@@ -3444,7 +3565,7 @@ def summarize(crawler):
     by_class = collections.Counter(f"{record.status // 100}xx" for record in records
                                    if record.status is not None)
     errors = collections.Counter(record.error_kind for record in records
-                                 if record.error_kind and record.error_kind not in NOT_FETCHED_KINDS)
+                                 if record.error_kind not in NOT_FETCHED_KINDS + (None,))
     not_fetched = collections.Counter(record.error_kind for record in records
                                       if record.error_kind in NOT_FETCHED_KINDS)
     body_bytes = sum(record.size for record in records)
@@ -3457,15 +3578,17 @@ def summarize(crawler):
         lines.append("WARNING: TLS certificate verification was disabled")
     lines.append("Status:   " + (", ".join(f"{key} {by_class[key]}" for key in sorted(by_class))
                                  or "no responses"))
-    lines.append("Errors:   " + (", ".join(f"{kind} {count}" for kind, count in errors.most_common())
-                                 or "none"))
-    lines.append("Unfetched: " + (", ".join(f"{kind} {count}" for kind, count in not_fetched.most_common())
-                                  or "none"))
+    lines.append("Errors:   " + (_counts(errors) or "none"))
+    lines.append("Unfetched: " + (_counts(not_fetched) or "none"))
     lines.append(f"Bytes:    {body_bytes} (decoded bodies)")
     lines.append(f"URLs:     {stats['urls']} in {stats['elapsed']:.2f} s, "
                  f"{stats['failed']} failed, {stats['pages_per_second']:.0f} pages/s")
     lines.append(f"Pages:    {stats['pages']} (HTML documents fetched with status 200)")
     return lines
+
+
+def _counts(counter):
+    return ", ".join(f"{key} {count}" for key, count in counter.most_common())
 
 
 def report(crawler, out, quiet=False):
@@ -3500,11 +3623,12 @@ class JSONLinesWriter:
     unbuffered file, so that a killed crawl leaves only whole lines."""
 
     def __init__(self, path):
+        import json  # only the --output file needs it
+        self._dumps = json.dumps
         self.file = open(path, "wb", buffering=0)
 
     def write(self, record):
-        import json
-        line = json.dumps(record.as_dict(), ensure_ascii=False) + "\n"
+        line = self._dumps(record.as_dict(), ensure_ascii=False) + "\n"
         self.file.write(line.encode("utf-8"))
 
     def close(self):
@@ -3569,7 +3693,8 @@ def _seconds(allow_zero):
         except ValueError:
             raise _argument_error(f"expected a number of seconds, got {text!r}")
         if value < 0 or (value == 0 and not allow_zero) or value != value or value == float("inf"):
-            raise _argument_error(f"must be {'0 or more' if allow_zero else 'more than 0'} seconds, got {text}")
+            least = "0 or more" if allow_zero else "more than 0"
+            raise _argument_error(f"must be {least} seconds, got {text}")
         return value
     return parse
 
@@ -3615,7 +3740,8 @@ def build_parser():
     add("--user-agent", default=DEFAULT_USER_AGENT, metavar="STRING",
         help=f"User-Agent field (default: {DEFAULT_USER_AGENT!r})")
     add("--lenient", action="store_true",
-        help="also crawl subdomains of the roots' hosts (default: the hosts, with or without www.)")
+        help="also crawl subdomains of the roots' hosts "
+             "(default: the hosts, with or without www.)")
     add("--exclude", type=_regex, action="append", default=[], metavar="REGEX",
         help="skip URLs matching REGEX (repeatable)")
     add("--no-robots", action="store_true", help="do not fetch or obey robots.txt")
