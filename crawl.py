@@ -2169,9 +2169,14 @@ class Client:
     def _connect(self, origin):
         scheme, host, port = origin
         context = self.ssl_context() if scheme == "https" else None
+        # An idle read timeout no shorter than the whole fetch's deadline can
+        # never fire first: leave it out, and save a timer on every read.
+        read_timeout = self.read_timeout
+        if self.timeout is not None and read_timeout is not None and read_timeout >= self.timeout:
+            read_timeout = None
         stream = yield from open_connection(host, port, ssl_context=context,
                                             connect_timeout=self.connect_timeout,
-                                            read_timeout=self.read_timeout)
+                                            read_timeout=read_timeout)
         self.connections_opened += 1
         logger.debug("connected to %s://%s (%d connections so far)", scheme,
                      host_field(scheme, host, port), self.connections_opened)
@@ -2503,7 +2508,7 @@ def _first_plain_attribute(attrs, name):
     """For _PLAIN_ATTRIBUTE.findall()'s [(name, raw value)]: the value as
     html.parser gives it (quotes removed, character references decoded)."""
     for key, value in attrs:
-        if key == name or key.lower() == name:
+        if key == name or (len(key) == len(name) and key.lower() == name):
             if not value:
                 return None
             if value[0] in "\"'":
