@@ -1555,58 +1555,41 @@ def parse_fields(lines, url=None):
     return Fields(pairs)
 
 
-def _read_field_lines(stream, budget, url):
-    """Read lines up to the blank line; returns (lines, budget left).
-    ProtocolError when the section exceeds the byte budget or the count."""
-    lines = []
-    while True:
-        try:
-            line = yield from stream.readline(budget)
-        except LimitOverrunError:
-            raise ProtocolError(f"field section larger than {MAX_FIELD_SECTION_BYTES} bytes",
-                                url) from None
-        budget -= len(line)
-        if line in (b"\r\n", b"\n"):
-            return lines, budget
-        lines.append(line)
-        if len(lines) > MAX_FIELD_COUNT:
-            raise ProtocolError(f"more than {MAX_FIELD_COUNT} fields", url)
+# The blank line that ends a field section: right at the start (no fields)
+# or after the last field line; CRLF or a bare LF.
+_END_OF_FIELDS = re.compile(rb"(?:^|\n)\r?\n")
 
 
-_END_OF_HEAD = re.compile(rb"\r?\n\r?\n")  # the blank line, CRLF or bare LF
+def _read_field_block(stream, budget, url):
+    """Read field lines up to and including the blank line (the fields of
+    a head, or the trailers after a chunked body); returns the bytes.
+    ProtocolError when they exceed budget bytes."""
+    try:
+        return (yield from stream.readuntil(_END_OF_FIELDS, budget))
+    except LimitOverrunError:
+        raise ProtocolError(f"field section larger than {MAX_FIELD_SECTION_BYTES} bytes",
+                            url) from None
 
 
 def _read_head(stream, url):
     """Read the status line and field section of the final response,
     skipping interim 1xx responses (RFC 9110 §15.2). Returns (version,
-    status, reason, Fields)."""
+    status, reason, Fields). The status line is checked before the fields
+    are waited for, so that a server that is not HTTP fails at once."""
     budget = MAX_FIELD_SECTION_BYTES
     while True:
-        if not stream.buffered() and not (yield from stream.fill()):
-            raise IncompleteReadError(b"", None)
         try:
-            head = stream.take_until(_END_OF_HEAD, budget)
+            line = yield from stream.readline(budget)
         except LimitOverrunError:
-            raise ProtocolError(f"field section larger than {MAX_FIELD_SECTION_BYTES} bytes",
+            raise ProtocolError(f"status line longer than {MAX_FIELD_SECTION_BYTES} bytes",
                                 url) from None
-        if head is not None:  # the usual case: the whole head arrived at once
-            budget -= len(head)
-            status_line, _, rest = head.partition(b"\n")
-            version, status, reason = parse_status_line(status_line, url)
-            lines = rest.decode("latin-1").split("\n")[:-2]
-            if len(lines) > MAX_FIELD_COUNT:
-                raise ProtocolError(f"more than {MAX_FIELD_COUNT} fields", url)
-            fields = parse_fields(lines, url)
-        else:  # line by line, so that a server that is not HTTP fails at once
-            try:
-                line = yield from stream.readline(budget)
-            except LimitOverrunError:
-                raise ProtocolError(f"status line longer than {MAX_FIELD_SECTION_BYTES} bytes",
-                                    url) from None
-            budget -= len(line)
-            version, status, reason = parse_status_line(line, url)
-            lines, budget = yield from _read_field_lines(stream, budget, url)
-            fields = parse_fields([line.decode("latin-1") for line in lines], url)
+        version, status, reason = parse_status_line(line, url)
+        block = yield from _read_field_block(stream, budget - len(line), url)
+        budget -= len(line) + len(block)
+        lines = block.decode("latin-1").split("\n")[:-2]  # without the blank line
+        if len(lines) > MAX_FIELD_COUNT:
+            raise ProtocolError(f"more than {MAX_FIELD_COUNT} fields", url)
+        fields = parse_fields(lines, url)
         if status == 101:
             raise ProtocolError("101 Switching Protocols was not asked for", url)
         if status >= 200:
@@ -1822,7 +1805,7 @@ def _read_chunked_body(stream, decoder, url):
         if end not in (b"\r\n", b"\n"):
             raise ProtocolError("chunk data not followed by CRLF", url)
     try:
-        yield from _read_field_lines(stream, MAX_FIELD_SECTION_BYTES, url)  # trailers
+        yield from _read_field_block(stream, MAX_FIELD_SECTION_BYTES, url)  # trailers, ignored
     except IncompleteReadError:
         pass  # the last chunk arrived; only the final CRLF is missing (as http.client)
     return "complete"
