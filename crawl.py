@@ -2054,6 +2054,22 @@ class _StaleConnection(Exception):
     """A reused connection failed before any byte of the response."""
 
 
+def _connection_lost(error, retry, nothing_received, url):
+    """The exception to raise when the connection ended before the response
+    did: _StaleConnection when the request may be retried on a new one, a
+    reset when the server sent nothing at all (as http.client's
+    RemoteDisconnected), a ProtocolError for a head cut short."""
+    if retry:
+        return _StaleConnection()
+    if not isinstance(error, IncompleteReadError):
+        return error
+    if nothing_received:
+        return ConnectionResetError(errno.ECONNRESET, "the server closed the connection "
+                                    "without sending a response")
+    return ProtocolError(f"connection closed before a complete response head "
+                         f"({len(error.partial)} bytes received)", url)
+
+
 class Client:
     """An HTTP/1.1 client with a pool of persistent connections.
 
@@ -2176,16 +2192,11 @@ class Client:
                                                               self.max_body_size)
             except (ConnectionResetError, BrokenPipeError, IncompleteReadError) as error:
                 nothing_received = stream.bytes_received == received_before
-                if reused and nothing_received and method in IDEMPOTENT_METHODS:
-                    raise _StaleConnection() from error
-                if isinstance(error, IncompleteReadError):
-                    if nothing_received:  # as http.client's RemoteDisconnected
-                        raise ConnectionResetError(
-                            errno.ECONNRESET, "the server closed the connection "
-                            "without sending a response") from None
-                    raise ProtocolError(f"connection closed before a complete response head "
-                                        f"({len(error.partial)} bytes received)", url) from None
-                raise
+                retry = reused and nothing_received and method in IDEMPOTENT_METHODS
+                lost = _connection_lost(error, retry, nothing_received, url)
+                if lost is error:
+                    raise
+                raise lost from None
             response.elapsed = time.monotonic() - started
             return response
         finally:
