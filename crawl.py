@@ -1149,27 +1149,29 @@ class Stream:
         """True when the peer closed and the buffer is empty."""
         return self._eof and not self._buffer
 
+    def _take(self, count):
+        """Remove and return the first count buffered bytes."""
+        data = bytes(self._buffer[:count])
+        del self._buffer[:count]
+        return data
+
+    def _ended_early(self, expected):
+        """The error for an EOF before expected (a count, or None for a
+        separator), holding (and removing) whatever was buffered."""
+        return IncompleteReadError(self._take(len(self._buffer)), expected)
+
     def read(self, max_bytes=65536):
         """Return up to max_bytes bytes; b'' only at EOF."""
-        if not self._buffer:
-            if self._eof:
-                return b""
-            if not (yield from self.fill()):
-                return b""
-        data = bytes(self._buffer[:max_bytes])
-        del self._buffer[:max_bytes]
-        return data
+        if not self._buffer and not (yield from self.fill()):
+            return b""
+        return self._take(max_bytes)
 
     def readexactly(self, count):
         """Return exactly count bytes; IncompleteReadError at an early EOF."""
         while len(self._buffer) < count:
             if not (yield from self.fill()):
-                partial = bytes(self._buffer)
-                self._buffer.clear()
-                raise IncompleteReadError(partial, count)
-        data = bytes(self._buffer[:count])
-        del self._buffer[:count]
-        return data
+                raise self._ended_early(count)
+        return self._take(count)
 
     def take_until(self, separator, limit=65536):
         """Without waiting: the buffered bytes up to and including the first
@@ -1182,17 +1184,12 @@ class Stream:
         else:
             match = separator.search(self._buffer)
             end = match.end() if match else -1
-        if end < 0:
-            if len(self._buffer) > limit:
-                raise LimitOverrunError(f"no {getattr(separator, 'pattern', separator)!r} "
-                                        f"within {limit} bytes")
-            return None
-        if end > limit:
+        if end < 0 and len(self._buffer) <= limit:
+            return None  # not here yet, and there is still room for it
+        if end < 0 or end > limit:
             raise LimitOverrunError(f"no {getattr(separator, 'pattern', separator)!r} "
                                     f"within {limit} bytes")
-        data = bytes(self._buffer[:end])
-        del self._buffer[:end]
-        return data
+        return self._take(end)
 
     def readuntil(self, separator=b"\n", limit=65536):
         """Return bytes up to and including separator (bytes, or a compiled
@@ -1203,9 +1200,7 @@ class Stream:
             if data is not None:
                 return data
             if not (yield from self.fill()):
-                partial = bytes(self._buffer)
-                self._buffer.clear()
-                raise IncompleteReadError(partial, None)
+                raise self._ended_early(None)
 
     def readline(self, limit=65536):
         """Return one line including its b'\\n' (see readuntil)."""
