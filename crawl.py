@@ -204,6 +204,13 @@ def _set_exception_unless_done(future, exception):
         future.set_exception(exception)
 
 
+def _wait_done(future):
+    """Wait until future is done, without raising its exception."""
+    waiter = Future(future._loop)
+    future.add_done_callback(lambda _: _set_result_unless_done(waiter, None))
+    yield from waiter
+
+
 class Task(Future):
     """A Future that runs a coroutine and finishes with its return value.
 
@@ -1073,13 +1080,6 @@ def gather(*awaitables):
         if not future.cancelled():
             future.exception()
     return [future.result() for future in futures]
-
-
-def _wait_done(future):
-    """Wait until future is done, without raising its exception."""
-    waiter = Future(future._loop)
-    future.add_done_callback(lambda _: _set_result_unless_done(waiter, None))
-    yield from waiter
 
 
 class IncompleteReadError(EOFError):
@@ -3136,6 +3136,8 @@ class Crawler:
         self.frontier = Queue()
         self.seen = {}  # URL -> how many pages link to it (or redirect to it)
         self.records = {}
+        self.pages = 0  # records of HTML pages fetched with 200 (Record.is_page)
+        self.failed = 0  # records that count as failures (Record.failed)
         self.origins = {}  # (scheme, host, port) -> _OriginState
         self._next_slot = {}  # host -> loop time its next request may start
         self.in_flight = 0
@@ -3447,12 +3449,9 @@ class Crawler:
         for raw, reason in invalid:
             self._invalid_link(raw, reason, record.url, depth + 1)
         seen = self.seen
-        for link in links:
-            count = seen.get(link)
-            if count is not None:  # seen before: one more page links to it
-                seen[link] = count + 1
-            elif self.in_scope(link):
-                self._discover(link, self.max_redirect, depth + 1, record.url)
+        for link in links:  # a link seen before is only counted by _discover
+            if ((link in seen or self.in_scope(link))
+                    and self._discover(link, self.max_redirect, depth + 1, record.url)):
                 record.new_links += 1
 
     def _invalid_link(self, raw, reason, referrer, depth):
@@ -3483,6 +3482,8 @@ class Crawler:
         if record.url in self.records:  # never two records for one URL
             return
         self.records[record.url] = record
+        self.pages += record.is_page
+        self.failed += record.failed
         if self.on_record is not None:
             try:
                 self.on_record(record)
@@ -3491,18 +3492,16 @@ class Crawler:
 
     def stats(self):
         """Counts for the report and the progress line."""
-        records = self.records.values()
         now = self.finished or get_event_loop().time()
         elapsed = max(1e-9, now - (self.started or now))
-        pages = sum(1 for record in records if record.is_page)
         return {
             "urls": len(self.records),
-            "pages": pages,
+            "pages": self.pages,
             "queued": self.frontier.qsize(),
             "in_flight": self.in_flight,
-            "failed": sum(1 for record in records if record.failed),
+            "failed": self.failed,
             "elapsed": elapsed,
-            "pages_per_second": pages / elapsed,
+            "pages_per_second": self.pages / elapsed,
         }
 
 
