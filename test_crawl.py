@@ -6309,7 +6309,7 @@ class CrawlerRegressionTest(LoopTestCase):
             while len(site.targets()) < 3:
                 yield from crawl.sleep(0.01)
             cancel_twice()
-            yield from crawl._wait_done(task)
+            yield from crawl.wait_done(task)
 
         self.run_co(wait_and_cancel())
         self.assertTrue(task.cancelled())
