@@ -53,6 +53,210 @@ logger = logging.getLogger("crawl")
 
 
 # ---------------------------------------------------------------------------
+# Vocabularies: options, error kinds, record fields
+# ---------------------------------------------------------------------------
+#
+# Skip on first reading. Three tables that the rest of the file reads: the
+# options (the command-line parser, the Client's and the Crawler's keyword
+# defaults and README.md's options table all come from OPTIONS), the error
+# kinds a record can carry (ERROR_KINDS: is it a failure, is it retried) and
+# the fields of a record (RECORD_FIELDS). A new option, kind or field is one
+# entry here (plus its README row, which a test compares with the entry).
+
+DEFAULT_USER_AGENT = f"crawl.py/{__version__} (+python)"
+DEFAULT_MAX_BODY_SIZE = 10 * 1024 * 1024  # bytes: 10 MiB
+
+
+class Option:
+    """One setting. ``keyword`` is its name for Client, Crawler and crawl();
+    ``flag`` its command-line spelling (None: a library keyword only);
+    ``takes`` the component that uses it ("client", "crawler" or "cli");
+    ``parse`` turns command-line text into a value (raising
+    argparse.ArgumentTypeError) or is one of the markers SWITCH (a flag
+    with no value that turns the default around), REPEAT (a value that may
+    be given several times) and COUNT (-v, -vv); ``shown`` is how help and
+    README write the default."""
+
+    __slots__ = ("keyword", "flag", "default", "takes", "parse", "metavar", "help", "shown")
+
+    def __init__(self, keyword, flag, default, takes, parse=None, metavar=None, help="",
+                 shown=None):
+        self.keyword, self.flag, self.default, self.takes = keyword, flag, default, takes
+        self.parse, self.metavar, self.help = parse, metavar, help
+        self.shown = shown if shown is not None else str(default)
+
+    def __repr__(self):
+        return f"<Option {self.flag or self.keyword}>"
+
+
+SWITCH, REPEAT, COUNT = "switch", "repeat", "count"
+
+
+def whole_number(minimum):
+    """A parse function for counts of at least minimum."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise _argument_error(f"expected a whole number, got {text!r}")
+        if value < minimum:
+            raise _argument_error(f"must be at least {minimum}, got {value}")
+        return value
+    return parse
+
+
+def seconds(allow_zero):
+    """A parse function for a finite number of seconds (more than 0 unless
+    allow_zero)."""
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise _argument_error(f"expected a number of seconds, got {text!r}")
+        if value < 0 or (value == 0 and not allow_zero) or value != value or value == float("inf"):
+            least = "0 or more" if allow_zero else "more than 0"
+            raise _argument_error(f"must be {least} seconds, got {text}")
+        return value
+    return parse
+
+
+def regular_expression(text):
+    try:
+        return re.compile(text)
+    except re.error as error:
+        raise _argument_error(f"not a valid regular expression {text!r}: {error}")
+
+
+def _argument_error(message):
+    import argparse  # only the command line needs it
+    return argparse.ArgumentTypeError(message)
+
+
+OPTIONS = (
+    # The crawl: how much, how fast, how deep.
+    Option("max_tasks", "--max-tasks", 10, "crawler", whole_number(1), "N",
+           "fetches at once, in all (worker coroutines)"),
+    Option("max_redirect", "--max-redirect", 10, "crawler", whole_number(0), "N",
+           "redirects followed from one URL; 0 follows none"),
+    Option("max_tries", "--max-tries", 4, "crawler", whole_number(1), "N",
+           "attempts per URL on network errors, timeouts, 429 and 503"),
+    Option("max_pages", "--max-pages", None, "crawler", whole_number(1), "N",
+           "fetch at most N URLs", shown="no limit"),
+    Option("max_depth", "--max-depth", None, "crawler", whole_number(0), "N",
+           "follow links at most N hops from a root", shown="no limit"),
+    Option("delay", "--delay", 0.0, "crawler", seconds(True), "SECONDS",
+           "minimum gap between requests to one host; robots.txt Crawl-delay "
+           "applies if larger", shown="0"),
+    Option("backoff", None, 1.0, "crawler",
+           help="seconds before the first retry; doubled for each further one"),
+    Option("max_retry_after", None, 60.0, "crawler",
+           help="longest Retry-After (seconds) honoured; a longer one is cut to this"),
+    # Scope.
+    Option("lenient", "--lenient", False, "crawler", SWITCH, None,
+           "also crawl subdomains of the roots' hosts", shown="off"),
+    Option("exclude", "--exclude", (), "crawler", REPEAT, "REGEX",
+           "skip URLs matching REGEX (repeatable)", shown="none"),
+    Option("robots", "--no-robots", True, "crawler", SWITCH, None,
+           "do not fetch or obey robots.txt", shown="off"),
+    # The HTTP client.
+    Option("timeout", "--timeout", 30.0, "client", seconds(False), "SECONDS",
+           "total time for one fetch, connecting included", shown="30"),
+    Option("connect_timeout", None, 10.0, "client",
+           help="seconds for each TCP connect and TLS handshake (within timeout)"),
+    Option("read_timeout", None, None, "client",
+           help="longest wait (seconds) for the next byte; None: only timeout applies"),
+    Option("max_size", "--max-size", DEFAULT_MAX_BODY_SIZE, "client", whole_number(1), "BYTES",
+           "largest body kept, after decompression", shown=f"{DEFAULT_MAX_BODY_SIZE} (10 MiB)"),
+    Option("user_agent", "--user-agent", DEFAULT_USER_AGENT, "client", None, "STRING",
+           "User-Agent field; its first word is the robots.txt product token",
+           shown=f"`{DEFAULT_USER_AGENT}`"),
+    Option("accept", None, "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8", "client",
+           help="Accept field"),
+    Option("cafile", "--cafile", None, "client", None, "FILE",
+           "also trust the CA certificates in FILE (PEM)", shown="none"),
+    Option("verify", "--insecure", True, "client", SWITCH, None,
+           "do NOT verify TLS certificates (the report says so)", shown="off"),
+    Option("max_idle_per_origin", None, 10, "client",
+           help="idle connections kept per origin"),
+    Option("max_idle", None, 100, "client", help="idle connections kept in all"),
+    # The command line only.
+    Option("output", "-o/--output", None, "cli", None, "FILE",
+           "write the records to FILE as JSON Lines, one line per URL as it "
+           "finishes (the file is replaced)", shown="none"),
+    Option("quiet", "-q/--quiet", False, "cli", SWITCH, None,
+           "print only the URLs that failed and the summary; no progress line",
+           shown="off"),
+    Option("verbose", "-v/--verbose", 0, "cli", COUNT, None,
+           "log to stderr: -v for INFO, -vv for DEBUG", shown="off"),
+)
+
+
+def option_defaults(takes):
+    """{keyword: default} of the options a component takes."""
+    return {option.keyword: option.default for option in OPTIONS if option.takes == takes}
+
+
+def take_options(takes, given, what):
+    """The settings of one component: its defaults updated with the
+    keywords given for it. TypeError for a keyword no component takes."""
+    settings = option_defaults(takes)
+    for keyword, value in given.items():
+        if keyword not in settings:
+            raise TypeError(f"{what} got an unexpected keyword argument {keyword!r}")
+        settings[keyword] = value
+    return settings
+
+
+class ErrorKind(collections.namedtuple("ErrorKind", "failure retried meaning")):
+    """failure: the URL counts as failed (exit status 1); retried: a fetch
+    that ends with this kind is tried again (up to max_tries)."""
+
+
+ERROR_KINDS = {
+    # Failures: something is broken.
+    "timeout": ErrorKind(True, True, "no answer within --timeout"),
+    "connect": ErrorKind(True, True, "the connection was refused or the host unreachable"),
+    "dns": ErrorKind(True, False, "the host name does not resolve (a temporary DNS "
+                     "failure is retried)"),
+    "tls": ErrorKind(True, False, "the TLS handshake failed: certificate or protocol"),
+    "reset": ErrorKind(True, True, "the server closed or reset the connection early"),
+    "network": ErrorKind(True, True, "another network error"),
+    "protocol": ErrorKind(True, False, "the response is not valid HTTP/1.x"),
+    "too_large": ErrorKind(True, False, "the body is larger than --max-size"),
+    "truncated": ErrorKind(True, True, "the connection ended before the whole body"),
+    "decoding": ErrorKind(True, False, "the gzip or deflate body could not be decoded"),
+    "redirect_limit": ErrorKind(True, False, "a redirect loop, or more than --max-redirect"),
+    "invalid_url": ErrorKind(True, False, "a link or Location that is not a valid URL"),
+    "internal": ErrorKind(True, False, "a bug in crawl.py; the crawl goes on"),
+    # Not fetched by choice: not failures.
+    "robots": ErrorKind(False, False, "disallowed by robots.txt"),
+    "max_depth": ErrorKind(False, False, "deeper than --max-depth"),
+    "max_pages": ErrorKind(False, False, "past --max-pages"),
+    "interrupted": ErrorKind(False, False, "the crawl was interrupted first"),
+}
+
+NOT_FETCHED_KINDS = tuple(kind for kind, about in ERROR_KINDS.items() if not about.failure)
+
+RECORD_FIELDS = {
+    "url": "the normalized URL (userinfo is never kept)",
+    "status": "status code; null when there was no response",
+    "reason": 'reason phrase; "" when there was no response',
+    "content_type": 'media type of the response, lower case; "" when none',
+    "charset": "charset parameter of the response; null when none",
+    "size": "body bytes after transfer and content decoding",
+    "links": "distinct links found on the page",
+    "new_links": "how many of those links were queued",
+    "redirect": "the Location target of a redirect, else null",
+    "error": "null, or a short message",
+    "error_kind": "null, or the error's kind (ERROR_KINDS)",
+    "tries": "fetch attempts (0 for a URL not fetched)",
+    "elapsed": "seconds from the first attempt to the end, back-off included",
+    "depth": "links from a root (a redirect keeps its source's depth)",
+    "referrer": "the first page that linked to it, or the URL that redirected to it",
+}
+
+
+# ---------------------------------------------------------------------------
 # 1. Futures and tasks
 # ---------------------------------------------------------------------------
 #
@@ -1676,11 +1880,8 @@ def parse_root(text):
 # or not), decodes gzip or deflate, and keeps the connection for the next
 # request to the same origin when that is safe.
 
-DEFAULT_USER_AGENT = f"crawl.py/{__version__} (+python)"
-DEFAULT_ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"
 MAX_FIELD_SECTION_BYTES = 64 * 1024  # status line, fields and trailers
 MAX_FIELD_COUNT = 200
-DEFAULT_MAX_BODY_SIZE = 10 * 1024 * 1024
 IDEMPOTENT_METHODS = {"GET", "HEAD"}
 
 
@@ -1708,8 +1909,8 @@ class ProtocolError(HTTPError):
 
 
 class BodyTooLarge(HTTPError):
-    """The body is longer than the client's max_body_size; the partial
-    response holds the first max_body_size bytes."""
+    """The body is longer than the client's max_size; the partial
+    response holds the first max_size bytes."""
 
     kind = "too_large"
 
@@ -2295,38 +2496,31 @@ def _connection_lost(error, retry, nothing_received, url):
 class Client:
     """An HTTP/1.1 client with a pool of persistent connections.
 
-    Options (times in seconds, sizes in bytes):
-      user_agent       the User-Agent field
-      connect_timeout  each TCP connect and TLS handshake (default 10)
-      read_timeout     longest wait for the next byte (default 30)
-      timeout          total deadline per fetch, connecting included
-                       (default 60): a server trickling bytes cannot extend it
-      max_body_size    decoded body limit (default 10 MiB)
-      max_idle_per_origin, max_idle   pool caps (default 10 and 100)
-      verify           verify TLS certificates (default True); False is a
-                       loud opt-in: it is logged as a warning
-      cafile           a PEM file of extra CA certificates to trust
+    Options: the keywords of OPTIONS whose component is "client" (timeout,
+    connect_timeout, read_timeout, max_size, user_agent, accept, cafile,
+    verify, max_idle_per_origin, max_idle), with their defaults there.
+    Times are seconds: timeout is the total deadline per fetch, connecting
+    included, which a server trickling bytes cannot extend. verify=False
+    is a loud opt-in: it is logged as a warning.
 
     Use ``response = yield from client.fetch(url)``; close() closes every
     socket. All errors are described at fetch()."""
 
-    def __init__(self, *, user_agent=DEFAULT_USER_AGENT, connect_timeout=10.0,
-                 read_timeout=30.0, timeout=60.0, max_body_size=DEFAULT_MAX_BODY_SIZE,
-                 max_idle_per_origin=10, max_idle=100, verify=True, cafile=None,
-                 accept=DEFAULT_ACCEPT):
-        self.user_agent = _check_field_value("user agent", user_agent)
-        self.accept = _check_field_value("accept", accept)
-        self.connect_timeout = connect_timeout
-        self.read_timeout = read_timeout
-        self.timeout = timeout
-        self.max_body_size = max_body_size
-        self.verify = verify
-        self.cafile = cafile
-        self.pool = ConnectionPool(max_idle_per_origin, max_idle)
+    def __init__(self, **options):
+        settings = take_options("client", options, "Client()")
+        self.user_agent = _check_field_value("user agent", settings["user_agent"])
+        self.accept = _check_field_value("accept", settings["accept"])
+        self.connect_timeout = settings["connect_timeout"]
+        self.read_timeout = settings["read_timeout"]
+        self.timeout = settings["timeout"]
+        self.max_size = settings["max_size"]
+        self.verify = settings["verify"]
+        self.cafile = settings["cafile"]
+        self.pool = ConnectionPool(settings["max_idle_per_origin"], settings["max_idle"])
         self._active = set()  # Streams carrying a request right now
         self._ssl_context = None
         self.connections_opened = 0
-        if not verify:
+        if not self.verify:
             logger.warning("TLS certificate verification is DISABLED: any server can "
                            "impersonate any host")
 
@@ -2411,7 +2605,7 @@ class Client:
             try:
                 yield from stream.write(request)
                 response, reusable = yield from read_response(stream, method, url,
-                                                              self.max_body_size)
+                                                              self.max_size)
             except (ConnectionResetError, BrokenPipeError, IncompleteReadError) as error:
                 nothing_received = stream.bytes_received == received_before
                 retry = reused and nothing_received and method in IDEMPOTENT_METHODS
@@ -2698,15 +2892,9 @@ def product_token(user_agent):
 # every URL put on it has been marked done. Whatever happens to a URL, it
 # ends with exactly one Record.
 
-RECORD_FIELDS = ("url", "status", "reason", "content_type", "charset", "size", "links",
-                 "new_links", "redirect", "error", "error_kind", "tries", "elapsed",
-                 "depth", "referrer")
-
 REDIRECT_STATUSES = (301, 302, 303, 307, 308)
 RETRY_STATUSES = (429, 503)
 
-# Error kinds of URLs the crawler chose not to fetch: not failures.
-NOT_FETCHED_KINDS = ("robots", "max_depth", "max_pages", "interrupted")
 
 
 class Record:
@@ -2724,7 +2912,7 @@ class Record:
     from a root), referrer (str or None: the first page that linked to it,
     or the URL that redirected to it)."""
 
-    __slots__ = RECORD_FIELDS
+    __slots__ = tuple(RECORD_FIELDS)
 
     def __init__(self, url, depth=0, referrer=None):
         self.url = url
@@ -2837,62 +3025,51 @@ class Crawler:
     """Crawls from roots, following links within scope.
 
     roots: URLs or host names ("xkcd.com", "http://host:8000/path").
-    Options (times in seconds, sizes in bytes):
-      max_tasks (10)       worker coroutines, i.e. fetches at once
-      max_redirect (10)    redirects followed from one URL (0: none)
-      max_tries (4)        attempts per URL for network errors, timeouts,
-                           429 and 503, with exponential back-off
-      backoff (1.0)        first back-off; doubles on each retry
-      max_retry_after (60) cap on a server's Retry-After
-      max_pages (None)     fetch at most this many URLs
-      max_depth (None)     follow links at most this many hops from a root
-      delay (0)            minimum gap between requests to one host (the
-                           larger of it and robots.txt Crawl-delay applies)
-      timeout (30)         total deadline per fetch
-      max_size (10 MiB)    decoded body limit per response
-      user_agent           User-Agent field; its first word is the product
-                           token robots.txt groups are matched on
-      lenient (False)      also crawl subdomains of the roots' hosts
-      exclude (())         regular expressions (str); matching URLs are
-                           out of scope
-      robots (True)        obey robots.txt
-      verify (True), cafile (None)   TLS certificate checks (see Client)
-      on_record (None)     function(Record) called as each URL finishes
+    Options: the keywords of OPTIONS for the "crawler" (max_tasks,
+    max_redirect, max_tries, max_pages, max_depth, delay, backoff,
+    max_retry_after, lenient, exclude, robots) and for the "client" (passed
+    to the Client it makes), with the defaults and meanings given there;
+    times in seconds, sizes in bytes. Besides those, on_record is a
+    function(Record) called as each URL finishes, and client a Client to
+    use instead of making one.
 
     Run ``yield from crawler.crawl()`` on a loop (or use crawl()); the
     records are in ``crawler.records`` (dict url -> Record, in finishing
     order). ValueError for a bad root or option."""
 
-    def __init__(self, roots, *, max_tasks=10, max_redirect=10, max_tries=4, backoff=1.0,
-                 max_retry_after=60.0, max_pages=None, max_depth=None, delay=0.0,
-                 timeout=30.0, max_size=DEFAULT_MAX_BODY_SIZE, user_agent=DEFAULT_USER_AGENT,
-                 lenient=False, exclude=(), robots=True, verify=True, cafile=None,
-                 on_record=None, client=None):
+    def __init__(self, roots, *, on_record=None, client=None, **options):
+        client_options = {key: options.pop(key) for key in list(options)
+                          if key in option_defaults("client")}
+        settings = take_options("crawler", options, "Crawler()")
         if isinstance(roots, str):
             roots = [roots]
         self.roots = [parse_root(root) for root in roots]
         if not self.roots:
             raise ValueError("no root URL to crawl")
-        if max_tasks < 1 or max_tries < 1 or max_redirect < 0:
+        max_tasks = settings["max_tasks"]
+        if max_tasks < 1 or settings["max_tries"] < 1 or settings["max_redirect"] < 0:
             raise ValueError("max_tasks and max_tries must be at least 1, max_redirect at least 0")
         self.max_tasks = max_tasks
-        self.max_redirect = max_redirect
-        self.max_tries = max_tries
-        self.backoff = backoff
-        self.max_retry_after = max_retry_after
-        self.max_pages = max_pages
-        self.max_depth = max_depth
-        self.delay = delay
-        self.lenient = lenient
+        self.max_redirect = settings["max_redirect"]
+        self.max_tries = settings["max_tries"]
+        self.backoff = settings["backoff"]
+        self.max_retry_after = settings["max_retry_after"]
+        self.max_pages = settings["max_pages"]
+        self.max_depth = settings["max_depth"]
+        self.delay = settings["delay"]
+        self.lenient = settings["lenient"]
         self.exclude = [re.compile(pattern) if isinstance(pattern, str) else pattern
-                        for pattern in exclude]
-        self.robots = robots
-        self.user_agent = user_agent
+                        for pattern in settings["exclude"]]
+        self.robots = settings["robots"]
         self.on_record = on_record
-        self.client = client or Client(
-            user_agent=user_agent, connect_timeout=min(10.0, timeout), read_timeout=timeout,
-            timeout=timeout, max_body_size=max_size, max_idle_per_origin=max_tasks,
-            max_idle=max(100, max_tasks), verify=verify, cafile=cafile)
+        if client is None:
+            client_options.setdefault("max_idle_per_origin", max_tasks)
+            client_options.setdefault("max_idle", max(100, max_tasks))
+            client = Client(**client_options)
+        elif client_options:
+            raise TypeError(f"Crawler() got client options {sorted(client_options)} "
+                            "and a client")
+        self.client = client
         self.scope_hosts = set()
         self._scope_by_authority = {}
         for root in self.roots:
@@ -3171,7 +3348,7 @@ class Crawler:
                 continue
             if 200 <= status < 300:
                 text = response.body.decode("utf-8", "replace")
-                return RobotsRules.parse(text, product_token(self.user_agent))
+                return RobotsRules.parse(text, product_token(self.client.user_agent))
             if status == 429 or status >= 500:
                 return RobotsRules.disallow_all(
                     f"blocked: robots.txt answered {status}, which means nothing may be fetched")
@@ -3429,89 +3606,34 @@ fetched, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 """
 
 
-def _count(minimum):
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise _argument_error(f"expected a whole number, got {text!r}")
-        if value < minimum:
-            raise _argument_error(f"must be at least {minimum}, got {value}")
-        return value
-    return parse
-
-
-def _seconds(allow_zero):
-    def parse(text):
-        try:
-            value = float(text)
-        except ValueError:
-            raise _argument_error(f"expected a number of seconds, got {text!r}")
-        if value < 0 or (value == 0 and not allow_zero) or value != value or value == float("inf"):
-            least = "0 or more" if allow_zero else "more than 0"
-            raise _argument_error(f"must be {least} seconds, got {text}")
-        return value
-    return parse
-
-
-def _regex(text):
-    try:
-        return re.compile(text)
-    except re.error as error:
-        raise _argument_error(f"not a valid regular expression {text!r}: {error}")
-
-
-def _argument_error(message):
-    import argparse
-    return argparse.ArgumentTypeError(message)
-
-
 def build_parser():
-    import argparse
+    """The argparse parser: the roots, then one argument per OPTIONS entry
+    that has a flag, with its default and help from the entry."""
+    import argparse  # only the command line needs it
     parser = argparse.ArgumentParser(
         prog="crawl.py", description="Crawl web sites from the given roots, following links\n"
         "on the same hosts, and report every URL found.",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add = parser.add_argument
-    add("roots", nargs="+", metavar="ROOT",
-        help="where to start: a host (xkcd.com, localhost:8000) or an http(s) URL")
-    add("--max-tasks", type=_count(1), default=10, metavar="N",
-        help="fetches at once (default: 10)")
-    add("--max-redirect", type=_count(0), default=10, metavar="N",
-        help="redirects followed from one URL; 0 follows none (default: 10)")
-    add("--max-tries", type=_count(1), default=4, metavar="N",
-        help="attempts per URL on network errors, timeouts, 429 and 503 (default: 4)")
-    add("--max-pages", type=_count(1), default=None, metavar="N",
-        help="fetch at most N URLs (default: no limit)")
-    add("--max-depth", type=_count(0), default=None, metavar="N",
-        help="follow links at most N hops from a root (default: no limit)")
-    add("--delay", type=_seconds(True), default=0.0, metavar="SECONDS",
-        help="minimum gap between requests to one host; robots.txt Crawl-delay "
-             "applies if larger (default: 0)")
-    add("--timeout", type=_seconds(False), default=30.0, metavar="SECONDS",
-        help="total time allowed for one fetch (default: 30)")
-    add("--max-size", type=_count(1), default=DEFAULT_MAX_BODY_SIZE, metavar="BYTES",
-        help=f"largest body kept, after decompression (default: {DEFAULT_MAX_BODY_SIZE}, 10 MiB)")
-    add("--user-agent", default=DEFAULT_USER_AGENT, metavar="STRING",
-        help=f"User-Agent field (default: {DEFAULT_USER_AGENT!r})")
-    add("--lenient", action="store_true",
-        help="also crawl subdomains of the roots' hosts "
-             "(default: the hosts, with or without www.)")
-    add("--exclude", type=_regex, action="append", default=[], metavar="REGEX",
-        help="skip URLs matching REGEX (repeatable)")
-    add("--no-robots", action="store_true", help="do not fetch or obey robots.txt")
-    add("-o", "--output", metavar="FILE",
-        help="write the records to FILE as JSON Lines, one line per URL as it finishes "
-             "(the file is replaced)")
-    add("--cafile", metavar="FILE", help="also trust the CA certificates in FILE (PEM)")
-    add("--insecure", action="store_true",
-        help="do NOT verify TLS certificates (the report says so)")
-    add("-q", "--quiet", action="store_true",
-        help="print only the URLs that failed and the summary; no progress line")
-    add("-v", "--verbose", action="count", default=0,
-        help="log to stderr: -v for INFO, -vv for DEBUG")
-    add("--version", action="version", version=f"crawl.py {__version__}")
+    parser.add_argument("roots", nargs="+", metavar="ROOT",
+                        help="where to start: a host (xkcd.com, localhost:8000) or an http(s) URL")
+    for option in OPTIONS:
+        if option.flag is not None:
+            parser.add_argument(*option.flag.split("/"), dest=option.keyword,
+                                help=f"{option.help} (default: {option.shown.strip('`')})",
+                                **_argparse_settings(option))
+    parser.add_argument("--version", action="version", version=f"crawl.py {__version__}")
     return parser
+
+
+def _argparse_settings(option):
+    if option.parse is SWITCH:  # the flag turns the default around
+        return {"action": "store_false" if option.default else "store_true"}
+    if option.parse is COUNT:
+        return {"action": "count", "default": option.default}
+    if option.parse is REPEAT:
+        return {"action": "append", "type": regular_expression, "default": [],
+                "metavar": option.metavar}
+    return {"type": option.parse, "default": option.default, "metavar": option.metavar}
 
 
 def main(argv=None):
@@ -3522,12 +3644,9 @@ def main(argv=None):
     restore_logging = _log_to_stderr(args.verbose)
     try:
         try:
-            crawler = Crawler(
-                args.roots, max_tasks=args.max_tasks, max_redirect=args.max_redirect,
-                max_tries=args.max_tries, max_pages=args.max_pages, max_depth=args.max_depth,
-                delay=args.delay, timeout=args.timeout, max_size=args.max_size,
-                user_agent=args.user_agent, lenient=args.lenient, exclude=args.exclude,
-                robots=not args.no_robots, verify=not args.insecure, cafile=args.cafile)
+            crawler = Crawler(args.roots, **{
+                option.keyword: getattr(args, option.keyword) for option in OPTIONS
+                if option.flag is not None and option.takes != "cli"})
         except ValueError as error:
             parser.error(str(error))
         writer = None

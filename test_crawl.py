@@ -807,6 +807,7 @@ class CrawlerFakeClient:
     A value that is an exception instance is raised by fetch()."""
 
     verify = True
+    user_agent = crawl.DEFAULT_USER_AGENT
 
     def __init__(self, pages):
         self.pages = dict(pages)
@@ -4025,7 +4026,7 @@ class HTTPBodyFramingTest(HTTPLayerTestCase):
         }
         server = self.raw({target: _http_send_and_close(b"HTTP/1.1 200 OK\r\nX-Mark: here\r\n" + rest)
                            for target, (_, rest) in cases.items()})
-        client = self.client(max_body_size=1 << 20)
+        client = self.client(max_size=1 << 20)
         for target, (error_type, _) in cases.items():
             with self.subTest(target=target):
                 error = self.get_error(error_type, client, server.url(target))
@@ -4138,7 +4139,7 @@ class HTTPContentEncodingTest(HTTPLayerTestCase):
                               length=False) + _http_chunked(gz, 16384)),
             "/deflate": _http_send_and_hold(http_response(zl, headers=[("Content-Encoding", "deflate")])),
         })
-        client = self.client(max_body_size=limit)
+        client = self.client(max_size=limit)
         for target in ("/gzip", "/gzip-chunked", "/deflate"):
             with self.subTest(target=target):
                 error = self.get_error(crawl.BodyTooLarge, client, server.url(target))
@@ -4175,7 +4176,7 @@ class HTTPBodySizeLimitTest(HTTPLayerTestCase):
                                         b"Content-Length: 2000000\r\n\r\n0123456789"),
             "/next": http_response("next"),
         })
-        client = self.client(max_body_size=1 << 20, read_timeout=5)
+        client = self.client(max_size=1 << 20, read_timeout=5)
         error = self.get_error(crawl.BodyTooLarge, client, server.url("/big"))
         self.assertEqual(error.response.status, 200)
         self.assertEqual(error.response.body, b"")
@@ -4193,7 +4194,7 @@ class HTTPBodySizeLimitTest(HTTPLayerTestCase):
             "/chunked": _http_send_and_hold(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
                                             + _http_chunked(big, 10000)),
         })
-        client = self.client(max_body_size=limit)
+        client = self.client(max_size=limit)
         for target in ("/close", "/close-held", "/chunked"):
             with self.subTest(target=target):
                 error = self.get_error(crawl.BodyTooLarge, client, server.url(target))
@@ -4211,7 +4212,7 @@ class HTTPBodySizeLimitTest(HTTPLayerTestCase):
                         + _http_chunked(body, 30000),
             "/gzip": http_response(gzip.compress(body), headers=[("Content-Encoding", "gzip")]),
         })
-        client = self.client(max_body_size=limit)
+        client = self.client(max_size=limit)
         for target in ("/length", "/close", "/chunked", "/gzip"):
             with self.subTest(target=target):
                 response = self.get(client, server.url(target))
@@ -4794,7 +4795,7 @@ class HTTPSocketsClosedTest(HTTPLayerTestCase):
             "/gzip-bad": _http_send_and_hold(http_response(b"nope", headers=[("Content-Encoding", "gzip")])),
         })
         try:
-            client = crawl.Client(read_timeout=0.3, max_body_size=1 << 20, cafile=CERT_FILE)
+            client = crawl.Client(read_timeout=0.3, max_size=1 << 20, cafile=CERT_FILE)
             try:
                 for _ in range(3):
                     self.run_co(client.fetch(site.url("/")))
@@ -5610,7 +5611,7 @@ class CrawlerRecordUnitTest(unittest.TestCase):
             "charset": None, "size": 0, "links": 0, "new_links": 0, "redirect": None,
             "error": None, "error_kind": None, "tries": 0, "elapsed": 0.0, "depth": 2,
             "referrer": "http://h.test/r"})
-        self.assertEqual(tuple(record.as_dict()), crawl.RECORD_FIELDS)
+        self.assertEqual(tuple(record.as_dict()), tuple(crawl.RECORD_FIELDS))
 
     def test_failed_and_is_page(self):
         def record(**fields):
