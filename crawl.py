@@ -7,24 +7,44 @@ generator-based coroutines driven with ``yield from``: enough to keep
 thousands of slow connections busy at once, with code that still reads top to
 bottom like blocking code. Standard library only; no asyncio.
 
-Run it:     python crawl.py xkcd.com          (python crawl.py --help)
-Test it:    python -m unittest -v test_crawl
-Vendor it:  copy this file into your project and import what you need:
-            Future, Task, EventLoop, run, get_event_loop, current_task,
-            sleep, connect, read, read_all, sendall, open_connection,
-            wait_for, timeout, gather, Queue, Stream, Client, fetch,
-            Crawler, crawl, main.
+Run it:     python3 crawl.py xkcd.com          (python3 crawl.py --help)
+Test it:    python3 -m unittest -v test_crawl
+Vendor it:  copy this file into your project and import what __all__ lists.
 
-Read it in this order (each part has a section header):
-  1. Futures and tasks       a value that arrives later; a coroutine driven by futures
-  2. The event loop          callbacks, timers and sockets in one select() loop
-  3. Socket coroutines       sleep, connect, read, read_all, sendall, TLS, wait_for
-  4. The queue               a FIFO of work with join(), for the crawler's frontier
-  5. HTTP/1.1                requests and responses over raw sockets (RFC 9110/9112)
-  6. URLs and links          normalization and link extraction from HTML
-  7. robots.txt              the robots exclusion protocol (RFC 9309)
-  8. The crawler             frontier, workers, seen set, politeness, records
-  9. The report and the command line
+A first reading (about an hour) follows one URL from the command line to a
+socket and back through these, in the order they appear in the file:
+
+   1. Future                  a result that arrives later; ``yield from future``
+   2. Task._step, _wakeup     drive a coroutine: step it, wait on what it yields
+   3. EventLoop._run_once     one iteration: select(), due timers, ready callbacks
+   4. EventLoop.run_until_complete
+   5. _wait_for_io            a socket not ready yet becomes a future to wait on
+   6. connect, read_into, sendall     the socket calls, tried first, waited on after
+   7. Stream                  a buffered reader over a socket (readuntil, readexactly)
+   8. Queue.put, get, task_done, join     the frontier's waiting and counting
+   9. normalize_url           one spelling per resource, for the seen set
+  10. read_response           status line, fields, body framing (RFC 9112)
+  11. Client.fetch            pool, connect, write the request, read the response
+  12. LinkParser, extract_links       the links of a page, with html.parser
+  13. Crawler._discover       the seen set: each URL is queued once
+  14. Crawler.crawl, _work, _process    workers take URLs, fetch, record, queue links
+  15. main, _run_crawl        the command line: options, loop, signals, report
+
+Then read the sections in order; code that a first reading may skip says so
+in one line where it starts. The sections:
+
+   -. Vocabularies            the options, error kinds and record fields
+   1. Futures and tasks       a value that arrives later; a coroutine driven by futures
+   2. The event loop          callbacks, timers and sockets in one select() loop
+   3. Socket coroutines       sleep, connect, read, sendall, TLS, wait_for, Stream
+   4. The queue               a FIFO of work with join(), for the crawler's frontier
+   5. URLs                    parsing, normalization and resolution (RFC 3986)
+   6. HTTP/1.1                requests and responses over raw sockets (RFC 9110/9112)
+   7. Links                   the links of an HTML page
+   8. robots.txt              the robots exclusion protocol (RFC 9309)
+   9. The crawler             frontier, workers, seen set, politeness, records
+  10. The report and the command line
+  11. Making it fast          the fast link scanner and the resolution cache
 """
 
 import codecs
@@ -48,6 +68,24 @@ import urllib.parse
 import zlib
 
 __version__ = "1.0"
+
+__all__ = [
+    # The runtime (sections 1-4).
+    "CancelledError", "InvalidStateError", "Future", "Task", "current_task", "ensure_future",
+    "wait_done", "Handle", "EventLoop", "get_event_loop", "set_event_loop",
+    "get_running_loop", "run", "sleep", "wait_readable", "wait_writable", "connect", "read",
+    "read_into", "read_all", "sendall", "getaddrinfo", "start_tls", "open_connection",
+    "wait_for", "timeout", "gather", "Stream", "IncompleteReadError", "LimitOverrunError",
+    "Queue", "QueueEmpty", "QueueFull",
+    # URLs and HTTP (sections 5-6).
+    "InvalidURL", "normalize_url", "split_url", "parse_root", "resolve_location",
+    "Client", "fetch", "Response", "Fields", "HTTPError", "ProtocolError", "BodyTooLarge",
+    "TruncatedBody", "ContentDecodingError", "read_response",
+    # Links, robots.txt, the crawler and the command line (sections 7-10).
+    "extract_links", "RobotsRules", "Crawler", "Record", "crawl", "main",
+    # The vocabularies.
+    "OPTIONS", "ERROR_KINDS", "RECORD_FIELDS",
+]
 
 logger = logging.getLogger("crawl")
 
@@ -484,6 +522,7 @@ class Task(Future):
             self._must_cancel = True
         return True
 
+    # Skip on first reading: cancellation bookkeeping (cancelling, uncancel).
     def cancelling(self):
         """How many cancel() requests are outstanding (as asyncio's): a
         timeout that cancelled the task takes its own back with uncancel(),
@@ -543,6 +582,7 @@ class Task(Future):
         self._waiting_on = None
         self._step()
 
+    # Skip on first reading: logging an exception nobody retrieved.
     def __del__(self):
         if getattr(self, "_state", None) != _FINISHED:  # also a Task whose __init__ failed
             return
@@ -553,6 +593,7 @@ class Task(Future):
             )
 
 
+# Skip on first reading: the message for a coroutine that yields the wrong thing.
 def _bad_yield_message(yielded):
     if hasattr(yielded, "send") and hasattr(yielded, "throw"):
         return (f"a coroutine yielded the coroutine {yielded!r}: "
@@ -580,8 +621,10 @@ def ensure_future(awaitable, loop=None):
 # The loop owns three things: a queue of callbacks ready to run, a heap of
 # timers, and a selector that watches sockets. One iteration asks the
 # selector which sockets are ready (waiting no longer than the next timer),
-# moves their callbacks and the due timers to the ready queue, and runs the
-# callbacks that were ready when the iteration began.
+# moves their callbacks and the due timers to the ready queue, and then runs
+# the callbacks in the ready queue at that moment: those already there, those
+# of ready sockets and those of due timers. Callbacks they schedule wait for
+# the next iteration.
 
 
 class Handle:
@@ -703,6 +746,7 @@ class EventLoop:
         heapq.heappush(self._timers, (when, next(self._sequence), handle))
         return handle
 
+    # Skip on first reading: waking the loop from another thread.
     def call_soon_threadsafe(self, callback, *args):
         """call_soon from another thread: also wakes a blocked select()."""
         handle = self.call_soon(callback, *args)
@@ -744,6 +788,7 @@ class EventLoop:
         """Stop watching fd for writing; see remove_reader."""
         return self._remove_io(fd, selectors.EVENT_WRITE, handle)
 
+    # Skip on first reading: selector bookkeeping for sockets closed while watched.
     def forget_fd(self, fd):
         """Stop watching fd before it is closed. Callbacks still registered
         for it run once more (soon), so that a coroutine waiting on it wakes
@@ -934,6 +979,7 @@ class EventLoop:
         """Wrap coro in a Task on this loop; its first step runs soon."""
         return Task(coro, self, name)
 
+    # Skip on first reading: blocking calls (DNS) in a worker thread.
     def run_in_thread(self, fn, *args):
         """Run the blocking call fn(*args) in a worker thread; returns a
         Future with its result or exception, resolved on this loop."""
@@ -1119,6 +1165,7 @@ def sendall(sock, data, timeout=None):
         yield from _wait_for_io(sock, for_writing, timeout)
 
 
+# Skip on first reading: name resolution off the loop.
 def getaddrinfo(host, port):
     """Resolve host (str) and port (int) to [(family, type, proto,
     canonname, sockaddr)] for TCP. IP literals are parsed at once; names are
@@ -1137,6 +1184,7 @@ def getaddrinfo(host, port):
         raise socket.gaierror(error.errno, f"{error.strerror} (resolving {host!r})") from None
 
 
+# Skip on first reading: the TLS handshake on a non-blocking socket.
 def start_tls(sock, context, server_hostname, timeout=None):
     """Wrap a connected socket in TLS and complete the handshake without
     blocking; return the ssl.SSLSocket. The certificate is verified and SNI
@@ -1198,6 +1246,7 @@ def open_connection(host, port, *, ssl_context=None, server_hostname=None,
     return Stream(sock, read_timeout)
 
 
+# Skip on first reading: deadlines (wait_for, timeout) and gather.
 def wait_for(awaitable, timeout):
     """Wait for awaitable (a Future or coroutine), at most timeout seconds
     (None: no limit). On timeout the inner task is cancelled and the builtin
@@ -1893,7 +1942,7 @@ class HTTPError(Exception):
     the status line and fields had arrived (else None); ``kind`` is the
     short error kind a crawler records."""
 
-    kind = "http"
+    kind = "protocol"  # each subclass names its own kind (ERROR_KINDS)
 
     def __init__(self, message, url=None, response=None):
         super().__init__(f"{url}: {message}" if url else message)
@@ -2166,6 +2215,7 @@ def wants_keep_alive(http_version, fields):
     return http_version != "HTTP/1.0" or "keep-alive" in options
 
 
+# Skip on first reading: gzip and deflate, bounded against compression bombs.
 class ContentDecoder:
     """Collects a body, decoding its Content-Encoding as it arrives and
     keeping at most max_size decoded bytes.
@@ -2456,6 +2506,7 @@ class ConnectionPool:
         self._order.clear()
 
 
+# Skip on first reading: deciding whether a pooled connection can be reused.
 def _looks_alive(stream):
     """False when an idle connection has been closed by the server or has
     unexpected bytes waiting (peeked without consuming them)."""
@@ -2885,12 +2936,22 @@ def product_token(user_agent):
 # 9. The crawler
 # ---------------------------------------------------------------------------
 #
-# The frontier is a Queue of (url, redirects left, depth, referrer, redirect
-# chain). max_tasks worker coroutines take URLs from it, fetch them through
+# The frontier is a Queue of FrontierItems: a URL and what the crawler knows
+# of how it was reached. max_tasks worker coroutines take URLs from it, fetch them through
 # one Client and put the new links they find back on it; the seen set makes
 # sure each URL is queued once. The crawl is over when the queue is joined:
 # every URL put on it has been marked done. Whatever happens to a URL, it
 # ends with exactly one Record.
+
+class FrontierItem(collections.namedtuple(
+        "FrontierItem", "url redirects_left depth referrer chain")):
+    """A URL waiting in the frontier: url; redirects_left, how many more
+    redirects may be followed from it; depth, links from a root; referrer,
+    the page that linked to it or the URL that redirected to it (None for
+    a root); chain, the URLs of the redirects that led to it."""
+
+    __slots__ = ()
+
 
 REDIRECT_STATUSES = (301, 302, 303, 307, 308)
 RETRY_STATUSES = (429, 503)
@@ -2898,19 +2959,8 @@ RETRY_STATUSES = (429, 503)
 
 
 class Record:
-    """What happened to one URL. Fields (RECORD_FIELDS):
-
-    url (str), status (int or None when no response), reason (str),
-    content_type (str), charset (str or None), size (int: decoded body
-    bytes), links (int: distinct links found on the page), new_links (int:
-    URLs queued because of it), redirect (str: the Location target, or
-    None), error (str or None: a short message), error_kind (str or None:
-    timeout, connect, dns, tls, reset, network, protocol, too_large,
-    truncated, decoding, redirect_limit, invalid_url, robots, max_depth,
-    max_pages, interrupted, internal), tries (int: fetch attempts), elapsed
-    (float seconds from the first attempt to the end), depth (int: links
-    from a root), referrer (str or None: the first page that linked to it,
-    or the URL that redirected to it)."""
+    """What happened to one URL: the fields of RECORD_FIELDS (their
+    meanings are there), set as the URL goes through the crawler."""
 
     __slots__ = tuple(RECORD_FIELDS)
 
@@ -2942,7 +2992,7 @@ class Record:
         """True for an error (other than a URL not fetched by choice) or a
         4xx/5xx status: what makes the exit status 1."""
         if self.error_kind is not None:
-            return self.error_kind not in NOT_FETCHED_KINDS
+            return ERROR_KINDS[self.error_kind].failure
         return self.status is not None and self.status >= 400
 
     @property
@@ -2978,13 +3028,11 @@ def describe_error(error):
 
 
 def _is_retryable(error):
-    """Network trouble and timeouts are worth another try; a certificate,
-    a name that does not exist or a broken response are not."""
-    if isinstance(error, ssl.SSLError):
-        return False
-    if isinstance(error, socket.gaierror):
-        return error.errno == socket.EAI_AGAIN
-    return isinstance(error, (OSError, TruncatedBody))
+    """Whether a fetch that raised error is worth another try: its kind's
+    ERROR_KINDS entry says, but for a DNS answer of "try again later"."""
+    if isinstance(error, socket.gaierror) and error.errno == socket.EAI_AGAIN:
+        return True
+    return ERROR_KINDS[describe_error(error)[0]].retried
 
 
 def _out_of_file_descriptors(error):
@@ -3114,7 +3162,7 @@ class Crawler:
                 self.seen[url] = count + 1
             return False
         self.seen[url] = 0 if referrer is None else 1
-        self.frontier.put_nowait((url, redirects_left, depth, referrer, chain))
+        self.frontier.put_nowait(FrontierItem(url, redirects_left, depth, referrer, chain))
         return True
 
     # Running -------------------------------------------------------------------
@@ -3146,6 +3194,7 @@ class Crawler:
         yield from self._shut_down()
         return self.records
 
+    # Skip on first reading: shutting down cleanly on Ctrl-C.
     def _shut_down(self):
         """Cancel the workers and wait for them; record what is left. A
         second cancellation while this runs is held until it is done, so
@@ -3167,8 +3216,8 @@ class Crawler:
         """Record every URL still queued as interrupted and close the client
         (no waiting: this also runs when the loop is gone)."""
         while not self.frontier.empty():
-            url, _, depth, referrer, _ = self.frontier.get_nowait()
-            self._not_fetched(Record(url, depth, referrer), "interrupted",
+            item = self.frontier.get_nowait()
+            self._not_fetched(Record(item.url, item.depth, item.referrer), "interrupted",
                               "not fetched: the crawl was interrupted")
         self.client.close()
         self.finished = time.monotonic()  # the loop's clock
@@ -3176,8 +3225,7 @@ class Crawler:
     def _work(self):
         while True:
             item = yield from self.frontier.get()
-            url, _, depth, referrer, _ = item
-            record = Record(url, depth, referrer)
+            record = Record(item.url, item.depth, item.referrer)
             self.in_flight += 1
             try:
                 yield from self._process(item, record)
@@ -3185,7 +3233,7 @@ class Crawler:
                 self._not_fetched(record, "interrupted", "not fetched: the crawl was interrupted")
                 raise
             except Exception as error:  # one URL's trouble never stops the crawl
-                logger.exception("%s: unexpected error", url)
+                logger.exception("%s: unexpected error", item.url)
                 record.error_kind = "internal"
                 record.error = f"unexpected {type(error).__name__}: {error}"
                 self._finish(record)
@@ -3194,7 +3242,7 @@ class Crawler:
                 self.frontier.task_done()
 
     def _process(self, item, record):
-        url, redirects_left, depth, referrer, chain = item
+        url, depth = item.url, item.depth
         if self.max_depth is not None and depth > self.max_depth:
             return self._not_fetched(record, "max_depth",
                                      f"not fetched: deeper than --max-depth {self.max_depth}")
@@ -3225,7 +3273,7 @@ class Crawler:
         else:
             self._take_response_facts(record, response)
             if response.status in REDIRECT_STATUSES and response.location:
-                self._follow_redirect(record, response.location, redirects_left, depth, chain)
+                self._follow_redirect(record, response.location, item)
             elif response.status == 200 and record.content_type in HTML_TYPES:
                 self._follow_links(record, response, depth)
         record.elapsed = round(get_event_loop().time() - started, 6)
@@ -3273,6 +3321,7 @@ class Crawler:
                 logger.info("%s: status %d; retrying in %.1f s", url, response.status, delay)
             yield from sleep(delay)
 
+    # Skip on first reading: running out of file descriptors.
     def _wait_for_descriptors(self, error, waited):
         """Out of file descriptors (EMFILE): close the idle connections and
         return how long to wait for other fetches to give some back. Raise
@@ -3358,7 +3407,7 @@ class Crawler:
 
     # Following links -----------------------------------------------------------
 
-    def _follow_redirect(self, record, location, redirects_left, depth, chain):
+    def _follow_redirect(self, record, location, item):
         try:
             target = resolve_location(location, record.url)
         except ValueError as error:
@@ -3369,16 +3418,16 @@ class Crawler:
             record.redirect = location.strip()
             return
         record.redirect = target
-        hops = chain + (record.url,)
+        hops = item.chain + (record.url,)
         if target in hops:
             record.error_kind = "redirect_limit"
             record.error = "redirect loop: " + " -> ".join(hops + (target,))
-        elif redirects_left <= 0:
+        elif item.redirects_left <= 0:
             record.error_kind = "redirect_limit"
             record.error = (f"too many redirects (more than {self.max_redirect}): "
                             + " -> ".join(hops + (target,)))
         elif self.in_scope(target):
-            if self._discover(target, redirects_left - 1, depth, record.url, hops):
+            if self._discover(target, item.redirects_left - 1, item.depth, record.url, hops):
                 record.new_links = 1
 
     def _follow_links(self, record, response, depth):
@@ -3396,6 +3445,7 @@ class Crawler:
                     and self._discover(link, self.max_redirect, depth + 1, record.url)):
                 record.new_links += 1
 
+    # Skip on first reading: links that cannot be valid URLs.
     def _invalid_link(self, raw, reason, referrer, depth):
         """A link on a crawled page that cannot be a valid URL gets its own
         failed record (a broken link is what a link checker is for), unless
@@ -3550,6 +3600,7 @@ def exit_status(crawler):
     return EXIT_OK
 
 
+# Skip on first reading: the --output file, the progress line.
 class JSONLinesWriter:
     """Writes each record as one JSON line with a single write() call on an
     unbuffered file, so that a killed crawl leaves only whole lines."""
