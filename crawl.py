@@ -1929,7 +1929,7 @@ def parse_root(text):
 # or not), decodes gzip or deflate, and keeps the connection for the next
 # request to the same origin when that is safe.
 
-MAX_FIELD_SECTION_BYTES = 64 * 1024  # status line, fields and trailers
+MAX_FIELD_SECTION_BYTES = 64 * 1024  # a response head (status lines, fields); trailers
 MAX_FIELD_COUNT = 200
 IDEMPOTENT_METHODS = {"GET", "HEAD"}
 
@@ -2071,12 +2071,25 @@ class Response:
         return self.headers.get("location")
 
 
+# RFC 9110 §5.6.6: parameters = *( OWS ";" OWS [ parameter ] ), parameter =
+# name "=" ( token / quoted-string ). A quoted string may hold ";" and "=".
+# (email.message parses these too, but costs 10 us a response and 18 ms to
+# import; test_crawl checks this pattern against it.)
+_PARAMETER = re.compile(r"""[ \t]*;[ \t]*([!#$%&'*+\-.^_`|~0-9A-Za-z]+)[ \t]*=[ \t]*"""
+                        r"""("(?:[^"\\]|\\.)*"?|[^;]*)""")
+_QUOTED_PAIR = re.compile(r"\\(.)")
+
+
 def parse_charset(content_type):
     """The charset parameter of a Content-Type value (lower case), or None."""
-    for parameter in content_type.split(";")[1:]:
-        name, _, value = parameter.partition("=")
-        if name.strip().lower() == "charset":
-            value = value.strip().strip("\"'").strip().lower()
+    start = content_type.find(";")
+    if start < 0:
+        return None
+    for name, value in _PARAMETER.findall(content_type, start):
+        if name.lower() == "charset":
+            if value.startswith('"'):
+                value = _QUOTED_PAIR.sub(r"\1", value[1:-1] if value.endswith('"') else value[1:])
+            value = value.strip().strip("'").strip().lower()  # some servers quote with '
             return value or None
     return None
 
@@ -2126,15 +2139,14 @@ def parse_fields(lines, url=None):
 _END_OF_FIELDS = re.compile(rb"(?:^|\n)\r?\n")
 
 
-def _read_field_block(stream, budget, url):
+def _read_field_block(stream, budget, url, too_large):
     """Read field lines up to and including the blank line (the fields of
     a head, or the trailers after a chunked body); returns the bytes.
-    ProtocolError when they exceed budget bytes."""
+    ProtocolError(too_large) when they exceed budget bytes."""
     try:
         return (yield from stream.readuntil(_END_OF_FIELDS, budget))
     except LimitOverrunError:
-        raise ProtocolError(f"field section larger than {MAX_FIELD_SECTION_BYTES} bytes",
-                            url) from None
+        raise ProtocolError(too_large, url) from None
 
 
 def _read_head(stream, url):
@@ -2142,15 +2154,15 @@ def _read_head(stream, url):
     skipping interim 1xx responses (RFC 9110 §15.2). Returns (version,
     status, reason, Fields). The status line is checked before the fields
     are waited for, so that a server that is not HTTP fails at once."""
-    budget = MAX_FIELD_SECTION_BYTES
+    budget = MAX_FIELD_SECTION_BYTES  # for the whole head, interim responses included
+    too_large = f"response head larger than {MAX_FIELD_SECTION_BYTES} bytes"
     while True:
         try:
             line = yield from stream.readline(budget)
         except LimitOverrunError:
-            raise ProtocolError(f"status line longer than {MAX_FIELD_SECTION_BYTES} bytes",
-                                url) from None
+            raise ProtocolError(too_large, url) from None
         version, status, reason = parse_status_line(line, url)
-        block = yield from _read_field_block(stream, budget - len(line), url)
+        block = yield from _read_field_block(stream, budget - len(line), url, too_large)
         budget -= len(line) + len(block)
         lines = block.decode("latin-1").split("\n")[:-2]  # without the blank line
         if len(lines) > MAX_FIELD_COUNT:
@@ -2372,7 +2384,9 @@ def _read_chunked_body(stream, decoder, url):
         if end not in (b"\r\n", b"\n"):
             raise ProtocolError("chunk data not followed by CRLF", url)
     try:
-        yield from _read_field_block(stream, MAX_FIELD_SECTION_BYTES, url)  # trailers, ignored
+        yield from _read_field_block(  # the trailers, ignored
+            stream, MAX_FIELD_SECTION_BYTES, url,
+            f"trailer section larger than {MAX_FIELD_SECTION_BYTES} bytes")
     except IncompleteReadError:
         pass  # the last chunk arrived; only the final CRLF is missing (as http.client)
     return "complete"
@@ -3130,7 +3144,8 @@ class Crawler:
         self.failed = 0  # records that count as failures (Record.failed)
         self.origins = {}  # (scheme, host, port) -> _OriginState
         self._next_slot = {}  # host -> loop time its next request may start
-        self.in_flight = 0
+        self.in_progress = 0  # URLs taken from the frontier and not finished
+        self.fetching = 0  # of those, the ones with a request on the wire
         self.fetches_started = 0
         self.interrupted = False
         self.started = self.finished = None
@@ -3226,7 +3241,7 @@ class Crawler:
         while True:
             item = yield from self.frontier.get()
             record = Record(item.url, item.depth, item.referrer)
-            self.in_flight += 1
+            self.in_progress += 1
             try:
                 yield from self._process(item, record)
             except CancelledError:
@@ -3238,7 +3253,7 @@ class Crawler:
                 record.error = f"unexpected {type(error).__name__}: {error}"
                 self._finish(record)
             finally:
-                self.in_flight -= 1
+                self.in_progress -= 1
                 self.frontier.task_done()
 
     def _process(self, item, record):
@@ -3265,7 +3280,15 @@ class Crawler:
         self.fetches_started += 1
         started = get_event_loop().time()
         try:
-            response = yield from self._fetch_with_retries(url, record, state)
+            yield from self._fetch_and_follow(item, record, state)
+        finally:  # also when following the links fails: the record says how long
+            record.elapsed = round(get_event_loop().time() - started, 6)
+        logger.debug("%s %s %s", record.status or "---", url, record.error or "")
+        self._finish(record)
+
+    def _fetch_and_follow(self, item, record, state):
+        try:
+            response = yield from self._fetch_with_retries(item.url, record, state)
         except Exception as error:
             record.error_kind, record.error = describe_error(error)
             if isinstance(error, HTTPError) and error.response is not None:
@@ -3275,10 +3298,7 @@ class Crawler:
             if response.status in REDIRECT_STATUSES and response.location:
                 self._follow_redirect(record, response.location, item)
             elif response.status == 200 and record.content_type in HTML_TYPES:
-                self._follow_links(record, response, depth)
-        record.elapsed = round(get_event_loop().time() - started, 6)
-        logger.debug("%s %s %s", record.status or "---", url, record.error or "")
-        self._finish(record)
+                self._follow_links(record, response, item.depth)
 
     def _take_response_facts(self, record, response):
         record.status = response.status
@@ -3299,7 +3319,7 @@ class Crawler:
             yield from self._polite_wait(state)
             record.tries += 1
             try:
-                response = yield from self.client.fetch(url)
+                response = yield from self._fetch_once(url)
             except Exception as error:
                 if _out_of_file_descriptors(error):
                     record.tries -= 1
@@ -3322,12 +3342,19 @@ class Crawler:
             yield from sleep(delay)
 
     # Skip on first reading: running out of file descriptors.
+    def _fetch_once(self, url):
+        self.fetching += 1  # a request on the wire (stats)
+        try:
+            return (yield from self.client.fetch(url))
+        finally:
+            self.fetching -= 1
+
     def _wait_for_descriptors(self, error, waited):
         """Out of file descriptors (EMFILE): close the idle connections and
         return how long to wait for other fetches to give some back. Raise
         error when none is in flight that could, or after 60 s of waiting."""
         self.client.pool.close()
-        if self.in_flight <= 1 or waited >= 60.0:
+        if self.in_progress <= 1 or waited >= 60.0:
             raise error
         return min(2.0, 0.05 + waited / 2)
 
@@ -3487,7 +3514,8 @@ class Crawler:
             "urls": len(self.records),
             "pages": self.pages,
             "queued": self.frontier.qsize(),
-            "in_flight": self.in_flight,
+            "in_progress": self.in_progress,
+            "fetching": self.fetching,
             "failed": self.failed,
             "elapsed": elapsed,
             "pages_per_second": self.pages / elapsed,
@@ -3632,7 +3660,8 @@ class ProgressLine:
     def _update(self):
         stats = self.crawler.stats()
         self.stream.write(f"\r{stats['urls']} done, {stats['queued']} queued, "
-                          f"{stats['in_flight']} in flight, {stats['failed']} failed, "
+                          f"{stats['in_progress']} in progress ({stats['fetching']} fetching), "
+                          f"{stats['failed']} failed, "
                           f"{stats['pages_per_second']:.0f} pages/s \x1b[K")
         self.stream.flush()
         self.start()

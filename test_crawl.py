@@ -6155,7 +6155,7 @@ class CrawlerConcurrencyTest(CrawlerTestCase):
         crawler, records = self.crawl_site(site.url(), max_tasks=3, robots=False)
         self.assertEqual(len(records), 13)
         self.assertEqual(site.peak_in_flight, 3)
-        self.assertEqual(crawler.in_flight, 0)
+        self.assertEqual(crawler.in_progress, 0)
 
     def test_one_task(self):
         routes = {"/": html_page(*[f"/p{i}" for i in range(4)])}
