@@ -173,7 +173,7 @@ def _argument_error(message):
 OPTIONS = (
     # The crawl: how much, how fast, how deep.
     Option("max_tasks", "--max-tasks", 10, "crawler", whole_number(1), "N",
-           "fetches at once, in all (worker coroutines)"),
+           "fetches at once, all hosts together (worker coroutines)"),
     Option("max_redirect", "--max-redirect", 10, "crawler", whole_number(0), "N",
            "redirects followed from one URL; 0 follows none"),
     Option("max_tries", "--max-tries", 4, "crawler", whole_number(1), "N",
@@ -198,7 +198,8 @@ OPTIONS = (
            "do not fetch or obey robots.txt", shown="off"),
     # The HTTP client.
     Option("timeout", "--timeout", 30.0, "client", seconds(False), "SECONDS",
-           "total time for one fetch, connecting included", shown="30"),
+           "total time for one fetch attempt, connecting included; retries and "
+           "back-off come on top", shown="30"),
     Option("connect_timeout", None, 10.0, "client",
            help="seconds for each TCP connect and TLS handshake (within timeout)"),
     Option("read_timeout", None, None, "client",
@@ -225,7 +226,8 @@ OPTIONS = (
            "print only the URLs that failed and the summary; no progress line",
            shown="off"),
     Option("verbose", "-v/--verbose", 0, "cli", COUNT, None,
-           "log to stderr: -v for INFO, -vv for DEBUG", shown="off"),
+           "log to stderr: -v for INFO (robots.txt per origin, retries), -vv for "
+           "DEBUG (every fetch, every new connection)", shown="off"),
 )
 
 
@@ -3675,10 +3677,10 @@ class ProgressLine:
 
 EXAMPLES = """\
 examples:
-  python crawl.py xkcd.com                      crawl a site, report every URL
-  python crawl.py -q --max-pages 100 xkcd.com   the first 100 URLs, summary only
-  python crawl.py localhost:8000 -o links.jsonl records as JSON Lines
-  python crawl.py https://example.com/ --exclude '\\.pdf$' --delay 0.5
+  python3 crawl.py xkcd.com                      crawl a site, report every URL
+  python3 crawl.py -q --max-pages 100 xkcd.com   the first 100 URLs, summary only
+  python3 crawl.py localhost:8000 -o links.jsonl records as JSON Lines
+  python3 crawl.py https://example.com/ --exclude '\\.pdf$' --delay 0.5
 
 exit status: 0 all URLs fine (2xx/3xx), 1 some URL failed (error, 4xx, 5xx)
 or the --output file could not be written, 2 bad usage or no root could be

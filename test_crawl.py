@@ -1190,6 +1190,270 @@ def _gzip_member(data):
 
 
 # ---------------------------------------------------------------------------
+# Vocabularies: options, error kinds, record fields; the file's structure
+# ---------------------------------------------------------------------------
+
+
+def readme_table(header):
+    """The rows (lists of cell texts) of the README.md table whose header
+    row starts with header."""
+    with open(os.path.join(HERE, "README.md"), encoding="utf-8") as file:
+        lines = file.read().split("\n")
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return rows
+
+
+class VocabularyTest(unittest.TestCase):
+    """Each option, error kind and record field is declared once in
+    crawl.py; the parser, Client, Crawler and README.md all agree with it."""
+
+    def test_readme_options_table_is_the_declaration(self):
+        rows = readme_table("| option | default | meaning |")
+        expected = [["`ROOT ...`", "", "where to start: `xkcd.com`, `localhost:8000`, "
+                     "`http://host/path`, `https://host/`; no scheme means `http://`"]]
+        for option in crawl.OPTIONS:
+            if option.flag is not None:
+                metavar = f" {option.metavar}" if option.metavar else ""
+                flags = ", ".join(f"`{flag}{metavar}`" for flag in option.flag.split("/"))
+                expected.append([flags, option.shown, option.help])
+        expected.append(["`--version`", "", "print the version"])
+        self.assertEqual(rows, expected)
+
+    def test_readme_library_keywords_are_the_declaration(self):
+        rows = readme_table("| keyword | component | default | meaning |")
+        expected = [[f"`{option.keyword}`", option.takes, option.shown, option.help]
+                    for option in crawl.OPTIONS if option.flag is None]
+        self.assertEqual(rows, expected)
+
+    def test_readme_record_fields_are_the_declaration(self):
+        rows = readme_table("| field | meaning |")
+        self.assertEqual(rows, [[f"`{name}`", meaning]
+                                for name, meaning in crawl.RECORD_FIELDS.items()])
+        self.assertEqual(tuple(crawl.Record("http://a.test/").as_dict()),
+                         tuple(crawl.RECORD_FIELDS))
+
+    def test_readme_error_kinds_are_the_declaration(self):
+        rows = readme_table("| kind | failure | retried | meaning |")
+        yes_no = {True: "yes", False: "no"}
+        self.assertEqual(rows, [[f"`{kind}`", yes_no[about.failure], yes_no[about.retried],
+                                 about.meaning] for kind, about in crawl.ERROR_KINDS.items()])
+
+    def test_parser_defaults_and_help_come_from_the_declaration(self):
+        parser = crawl.build_parser()
+        args = parser.parse_args(["example.test"])
+        help_text = " ".join(parser.format_help().split())
+        for option in crawl.OPTIONS:
+            if option.flag is None:
+                continue
+            with self.subTest(option=option.flag):
+                default = option.default
+                if option.parse is crawl.REPEAT:
+                    default = list(default)
+                self.assertEqual(getattr(args, option.keyword), default)
+                self.assertIn(" ".join(option.help.split()), help_text)
+                self.assertIn(f"(default: {option.shown.strip('`')})", help_text)
+
+    def test_switches_turn_their_default_around(self):
+        args = crawl.build_parser().parse_args(
+            ["example.test", "--no-robots", "--insecure", "--lenient", "-q", "-vv"])
+        self.assertEqual((args.robots, args.verify, args.lenient, args.quiet, args.verbose),
+                         (False, False, True, True, 2))
+
+    def test_client_and_crawler_defaults_come_from_the_declaration(self):
+        client = crawl.Client()
+        crawler = crawl.Crawler("example.test")
+        self.addCleanup(client.close)
+        self.addCleanup(crawler.client.close)
+        for option in crawl.OPTIONS:
+            with self.subTest(option=option.keyword):
+                if option.takes == "crawler":
+                    value = getattr(crawler, option.keyword)
+                    if option.keyword == "exclude":
+                        value = tuple(value)
+                    self.assertEqual(value, option.default)
+                elif option.takes == "client" and option.keyword not in (
+                        "max_idle_per_origin", "max_idle", "accept"):
+                    self.assertEqual(getattr(client, option.keyword), option.default)
+                    self.assertEqual(getattr(crawler.client, option.keyword), option.default)
+        self.assertEqual(client.accept, crawl.option_defaults("client")["accept"])
+        self.assertEqual((client.pool.max_per_origin, client.pool.max_total), (10, 100))
+        # The crawler sizes the client's pool by its own concurrency.
+        self.assertEqual((crawler.client.pool.max_per_origin, crawler.client.pool.max_total),
+                         (10, 100))
+
+    def test_client_options_given_to_the_crawler_reach_its_client(self):
+        crawler = crawl.Crawler("example.test", timeout=5.0, read_timeout=2.0,
+                                user_agent="bot/2.0", max_size=1000, max_tasks=200)
+        self.addCleanup(crawler.client.close)
+        client = crawler.client
+        self.assertEqual((client.timeout, client.read_timeout, client.user_agent,
+                          client.max_size), (5.0, 2.0, "bot/2.0", 1000))
+        self.assertEqual((client.pool.max_per_origin, client.pool.max_total), (200, 200))
+
+    def test_unknown_keywords_are_type_errors(self):
+        with self.assertRaisesRegex(TypeError, "Client.. got an unexpected keyword argument "
+                                               "'max_body_size'"):
+            crawl.Client(max_body_size=10)
+        with self.assertRaisesRegex(TypeError, "'max_task'"):
+            crawl.Crawler("example.test", max_task=3)
+        client = crawl.Client()
+        self.addCleanup(client.close)
+        with self.assertRaisesRegex(TypeError, "client options .'timeout'. and a client"):
+            crawl.Crawler("example.test", client=client, timeout=3)
+
+    def test_the_command_line_passes_every_option_to_the_crawler(self):
+        seen = []
+
+        def fake_crawler(roots, **options):
+            seen.append((roots, options))
+            raise ValueError("stop here")
+
+        argv = ["example.test", "--max-tasks", "3", "--max-redirect", "0", "--max-tries", "2",
+                "--max-pages", "7", "--max-depth", "1", "--delay", "0.5", "--lenient",
+                "--exclude", "x$", "--no-robots", "--timeout", "9", "--max-size", "100",
+                "--user-agent", "bot/1", "--cafile", CERT_FILE, "--insecure", "-q"]
+        with mock.patch.object(crawl, "Crawler", fake_crawler), \
+                contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):
+            crawl.main(argv)
+        (roots, options), = seen
+        options["exclude"] = [pattern.pattern for pattern in options["exclude"]]
+        self.assertEqual(roots, ["example.test"])
+        self.assertEqual(options, {
+            "max_tasks": 3, "max_redirect": 0, "max_tries": 2, "max_pages": 7, "max_depth": 1,
+            "delay": 0.5, "lenient": True, "exclude": ["x$"], "robots": False, "timeout": 9.0,
+            "max_size": 100, "user_agent": "bot/1", "cafile": CERT_FILE, "verify": False})
+
+    def test_every_error_kind_the_code_names_is_declared(self):
+        with open(os.path.join(HERE, "crawl.py"), encoding="utf-8") as file:
+            source = file.read()
+        named = set(re.findall(r'kind = "(\w+)"', source))
+        named |= set(re.findall(r'_not_fetched\([^,]+, "(\w+)"', source))
+        named |= set(re.findall(r'error_kind="(\w+)"', source))
+        self.assertGreaterEqual(len(named), 10)
+        self.assertLessEqual(named, set(crawl.ERROR_KINDS))
+        for cls in (crawl.HTTPError, crawl.ProtocolError, crawl.BodyTooLarge,
+                    crawl.TruncatedBody, crawl.ContentDecodingError):
+            self.assertIn(cls.kind, crawl.ERROR_KINDS)
+        self.assertEqual(crawl.NOT_FETCHED_KINDS, ("robots", "max_depth", "max_pages",
+                                                   "interrupted"))
+
+    def test_retries_and_failures_follow_the_table(self):
+        samples = {
+            "timeout": TimeoutError("timed out"),
+            "connect": ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"),
+            "dns": socket.gaierror(socket.EAI_NONAME, "Name or service not known"),
+            "tls": ssl.SSLError(1, "bad"),
+            "reset": ConnectionResetError(errno.ECONNRESET, "reset"),
+            "network": OSError(errno.EIO, "I/O error"),
+            "protocol": crawl.ProtocolError("bad"),
+            "too_large": crawl.BodyTooLarge("big"),
+            "truncated": crawl.TruncatedBody("short"),
+            "decoding": crawl.ContentDecodingError("corrupt"),
+            "invalid_url": crawl.InvalidURL("no host"),
+            "internal": KeyError("x"),
+        }
+        for kind, error in samples.items():
+            with self.subTest(kind=kind):
+                self.assertEqual(crawl.describe_error(error)[0], kind)
+                self.assertEqual(crawl._is_retryable(error), crawl.ERROR_KINDS[kind].retried)
+        temporary = socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        self.assertEqual(crawl.describe_error(temporary)[0], "dns")
+        self.assertTrue(crawl._is_retryable(temporary))
+        for kind, about in crawl.ERROR_KINDS.items():
+            record = crawl.Record("http://a.test/")
+            record.error_kind = kind
+            self.assertEqual(record.failed, about.failure, kind)
+
+
+class StructureTest(unittest.TestCase):
+    """The module docstring's first reading, __all__ and the sections."""
+
+    @classmethod
+    def setUpClass(cls):
+        with open(os.path.join(HERE, "crawl.py"), encoding="utf-8") as file:
+            cls.source = file.read()
+        cls.tree = __import__("ast").parse(cls.source)
+
+    def definition_line(self, dotted):
+        """The line where a top-level name, or Class.method, is defined."""
+        ast = __import__("ast")
+        owner, _, member = dotted.rpartition(".")
+        nodes = self.tree.body
+        if owner:
+            cls = next(node for node in nodes
+                       if isinstance(node, ast.ClassDef) and node.name == owner)
+            nodes = cls.body
+            dotted = member
+        for node in nodes:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == dotted:
+                return node.lineno
+        self.fail(f"{dotted} is not defined in crawl.py")
+
+    def test_first_reading_names_are_defined_in_that_order(self):
+        doc = crawl.__doc__
+        block = doc[doc.index("A first reading"):doc.index("Then read the sections")]
+        names = []
+        for line in block.split("\n"):
+            match = re.match(r"\s+\d+\. (.+?)(?:\s{2,}|$)", line)
+            if match:
+                owner = None
+                for name in match.group(1).split(", "):
+                    if "." in name:
+                        owner = name.split(".")[0]
+                    elif owner and name.startswith("_") or owner and name in (
+                            "put", "get", "task_done", "join", "crawl"):
+                        name = f"{owner}.{name}"
+                    names.append(name)
+        self.assertGreaterEqual(len(names), 15)
+        lines = [self.definition_line(name) for name in names]
+        self.assertEqual(lines, sorted(lines), list(zip(names, lines)))
+
+    def test_sections_are_numbered_in_order(self):
+        titles = re.findall(r"(?m)^# -{75}\n# (\d+)\. ", self.source)
+        self.assertEqual([int(number) for number in titles], list(range(1, 12)))
+
+    def test_all_is_the_public_api(self):
+        for name in crawl.__all__:
+            self.assertTrue(hasattr(crawl, name), name)
+            self.assertFalse(name.startswith("_"), name)
+        for name in ("CancelledError", "Record", "Future", "Task", "EventLoop", "Queue",
+                     "Client", "Crawler", "crawl", "main", "OPTIONS", "ERROR_KINDS"):
+            self.assertIn(name, crawl.__all__)
+        namespace = {}
+        exec("from crawl import *", namespace)
+        self.assertIn("Crawler", namespace)
+
+    def test_no_private_name_is_used_above_its_definition(self):
+        """A section may use private names defined above it, and public
+        names from anywhere; never a private name of a later section."""
+        ast = __import__("ast")
+        section_starts = [self.source[:match.start()].count("\n") + 2 for match in
+                          re.finditer(r"(?m)^# -{75}\n# \d+\. ", self.source)]
+
+        def section(line):
+            return sum(1 for start in section_starts if start <= line)
+
+        defined = {}
+        for node in self.tree.body:
+            targets = [node] if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else \
+                getattr(node, "targets", [])
+            for target in targets:
+                name = getattr(target, "name", None) or getattr(target, "id", None)
+                if name and name.startswith("_") and not name.startswith("__"):
+                    defined[name] = section(node.lineno)
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Name) and node.id in defined:
+                self.assertGreaterEqual(section(node.lineno), defined[node.id],
+                                        f"{node.id} used on line {node.lineno}")
+
+
+
+# ---------------------------------------------------------------------------
 # 1. Futures and tasks
 # ---------------------------------------------------------------------------
 
