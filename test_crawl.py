@@ -5301,6 +5301,81 @@ class FuzzResponseParserTest(LoopTestCase):
                                  f"{data[:80]!r} cut at {cuts}")
 
 
+class HTTPLimitMessageTest(unittest.TestCase):
+    """The limit an error names is the limit that was exceeded."""
+
+    def parse(self, data):
+        class Bytes:  # a socket stand-in that hands out data, then EOF
+            def __init__(self):
+                self.data = data
+
+            def recv_into(self, buffer):
+                piece, self.data = self.data[:len(buffer)], self.data[len(buffer):]
+                buffer[:len(piece)] = piece
+                return len(piece)
+
+        coro = crawl.read_response(crawl.Stream(Bytes()), "GET", "http://a.test/")
+        try:
+            coro.send(None)
+        except StopIteration as stop:
+            return stop.value
+        except crawl.HTTPError as error:
+            return error
+        finally:
+            coro.close()
+        self.fail("waited for I/O")
+
+    def test_a_head_too_large_names_the_head_limit(self):
+        fields = b"".join(b"X-%d: %s\r\n" % (n, b"v" * 100) for n in range(700))
+        for data in (b"HTTP/1.1 200 OK\r\n" + fields + b"\r\n",
+                     b"HTTP/1.1 100 Continue\r\n" + fields[:40000] + b"\r\n"
+                     b"HTTP/1.1 200 OK\r\n" + fields[:40000] + b"\r\n",
+                     b"HTTP/1.1 200 " + b"x" * 70000 + b"\r\n\r\n"):
+            error = self.parse(data)
+            self.assertIsInstance(error, crawl.ProtocolError)
+            self.assertEqual(error.message, "response head larger than 65536 bytes")
+
+    def test_trailers_too_large_name_the_trailer_limit(self):
+        trailers = b"".join(b"X-%d: %s\r\n" % (n, b"v" * 100) for n in range(700))
+        error = self.parse(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                           b"3\r\nabc\r\n0\r\n" + trailers + b"\r\n")
+        self.assertIsInstance(error, crawl.ProtocolError)
+        self.assertEqual(error.message, "trailer section larger than 65536 bytes")
+
+
+class ContentTypeCharsetTest(unittest.TestCase):
+    """parse_charset() reads Content-Type parameters by RFC 9110 §5.6.6,
+    as email.message does (the reference here), quoted strings included."""
+
+    CASES = [
+        ("text/html", None),
+        ("text/html; charset=UTF-8", "utf-8"),
+        ("text/html;charset=utf-8", "utf-8"),
+        ('text/html; charset="ISO-8859-1"', "iso-8859-1"),
+        ('text/html; foo="a;charset=latin1"; charset=utf-8', "utf-8"),
+        ('text/html; foo="x=1;y"; charset=koi8-r', "koi8-r"),
+        ("text/html; charset=", None),
+        ("text/html; CHARSET=Shift_JIS", "shift_jis"),
+        ("text/html;;charset=utf-8", "utf-8"),
+        ("text/html; x=1; charset=windows-1252 ; y=2", "windows-1252"),
+        ("text/html; flag; charset=utf-8", "utf-8"),
+        ('text/html; charset = "utf-8"', "utf-8"),
+    ]
+
+    def test_parameters_as_rfc_9110_reads_them(self):
+        import email.message
+        for value, expected in self.CASES:
+            with self.subTest(value=value):
+                self.assertEqual(crawl.parse_charset(value), expected)
+                message = email.message.Message()
+                message["content-type"] = value
+                reference = (message.get_param("charset") or "").strip().lower() or None
+                self.assertEqual(crawl.parse_charset(value), reference)
+
+    def test_single_quotes_are_stripped_as_before(self):
+        self.assertEqual(crawl.parse_charset("text/html; charset='utf-8'"), "utf-8")
+
+
 # ---------------------------------------------------------------------------
 # 7. Links
 # ---------------------------------------------------------------------------
@@ -7044,6 +7119,48 @@ class SafetyTest(FaultCase):
         self.assert_record(records[site.url("/")], 200, None, 1)
         self.assertIn("WARNING: TLS certificate verification was disabled", crawl.summarize(crawler))
         self.assert_no_leaks()
+
+
+class CrawlerBookkeepingTest(CrawlerTestCase):
+    """Counters and timings the report and the progress line read."""
+
+    def test_a_record_that_fails_in_link_parsing_keeps_its_elapsed_time(self):
+        client = CrawlerFakeClient({"http://example.test/": html_page("a.html")})
+        original = client.fetch
+
+        def slow_fetch(url, method="GET", headers=None):
+            yield from crawl.sleep(0.01)
+            return (yield from original(url, method, headers))
+
+        client.fetch = slow_fetch
+        with mock.patch.object(crawl, "extract_links", side_effect=RuntimeError("boom")), \
+                self.assertLogs("crawl", "ERROR"):
+            crawler, records = self.crawl_site("http://example.test/", client=client,
+                                               robots=False)
+        record = records["http://example.test/"]
+        self.assertEqual((record.status, record.error_kind), (200, "internal"))
+        self.assertGreaterEqual(record.elapsed, 0.01)
+
+    def test_in_progress_counts_urls_and_fetching_counts_requests(self):
+        observed = []
+        client = CrawlerFakeClient({"http://example.test/": html_page("a.html", "b.html")})
+        original = client.fetch
+        crawler = None
+
+        def watching_fetch(url, method="GET", headers=None):
+            observed.append((crawler.in_progress, crawler.fetching))
+            return (yield from original(url, method, headers))
+
+        client.fetch = watching_fetch
+        crawler = crawl.Crawler("http://example.test/", client=client, robots=False,
+                                delay=0.02, max_tasks=3)
+        self.run_co(crawler.crawl())
+        # The root alone, then a.html on the wire while b.html waits for its
+        # politeness slot: two URLs in progress, one request fetching.
+        self.assertEqual(observed, [(1, 1), (2, 1), (1, 1)])
+        self.assertEqual((crawler.in_progress, crawler.fetching), (0, 0))
+        stats = crawler.stats()
+        self.assertEqual((stats["in_progress"], stats["fetching"]), (0, 0))
 
 
 # ---------------------------------------------------------------------------
