@@ -447,6 +447,217 @@ class LoopTestCase(unittest.TestCase):
         self.assertEqual(self.loop.pending_work(), (0, 0, 0), "work left on the loop")
         return result
 
+class VirtualClockLoop(crawl.EventLoop):
+    """An EventLoop whose clock is virtual: time passes only when the loop
+    would wait for a timer, and then it jumps straight to that timer.
+
+    time() starts at 1000.0 (not 0, so that no code can mistake it for
+    "unset") and changes only in select(): running callbacks takes no time,
+    so intervals made of timers are exact (sleep(1) is 1.0 s, not 1.0 plus
+    the CPU spent around it), and the same test gives the same times on a
+    busy machine.
+
+    The rule for jumping, when the loop has nothing ready and its next timer
+    is due in t s:
+      * If no file descriptor is watched but the loop's own wake-up socket,
+        and no run_in_thread call is in flight, nothing but that timer can
+        wake the loop: the clock jumps to it at once, without waiting.
+      * Otherwise a socket may still become ready (a server thread may be
+        about to answer): select() really waits for it, up to
+        min(t, io_grace) real seconds. If a socket becomes ready, the clock
+        does not move and its callbacks run as usual; only if none did does
+        the clock jump to the timer. So a peer is overtaken by a virtual
+        timeout only after io_grace real seconds of silence: io_grace is how
+        long the embedded servers may take to answer. Silent servers (the
+        timeout tests) cost io_grace real seconds per timeout, whatever its
+        virtual length.
+    Real time spent waiting for I/O is not added to the clock: a peer that
+    trickles bytes faster than io_grace keeps the clock still, so tests of a
+    deadline against a trickling server need the real clock.
+
+    Threads other than run_in_thread's that call call_soon_threadsafe are
+    not known to the loop: in such a test, keep a socket watched (or use the
+    real clock) so that the loop waits for them before jumping.
+    """
+
+    IO_GRACE = 0.25  # real seconds of silence before a watched socket is overtaken
+
+    def __init__(self, io_grace=None):
+        super().__init__()
+        self.io_grace = self.IO_GRACE if io_grace is None else io_grace
+        self._now = 1000.0
+        self._threads_busy = 0
+        self.jumps = 0  # how many times the clock jumped (tests may check)
+        self._selector = _VirtualClockSelector(self._selector, self)
+
+    def time(self):
+        return self._now
+
+    def run_in_thread(self, fn, *args):
+        future = super().run_in_thread(fn, *args)
+        self._threads_busy += 1
+        future.add_done_callback(self._thread_done)
+        return future
+
+    def _thread_done(self, future):
+        self._threads_busy -= 1
+
+    def advance(self, seconds):
+        """Move the clock forward by seconds (timers now due run at the next
+        iteration)."""
+        if seconds < 0:
+            raise ValueError("the clock only goes forward")
+        self._now += seconds
+
+    def _jump(self, timeout):
+        # _run_once asked select() to wait timeout s for the first timer
+        # (capped at a day): go to that timer's own time, so that it is due.
+        self.jumps += 1
+        if self._timers and timeout < 24 * 3600.0:
+            self._now = max(self._now, self._timers[0][0])
+        else:
+            self._now += timeout
+
+
+class _VirtualClockSelector:
+    """The selector of a VirtualClockLoop: select() applies its rule for
+    jumping; everything else goes to the real selector."""
+
+    def __init__(self, real, loop):
+        self._real = real
+        self._loop = loop
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def select(self, timeout=None):
+        loop = self._loop
+        if timeout is None or timeout <= 0:
+            return self._real.select(timeout)  # ready work, or nothing timed to wait for
+        if len(self._real.get_map()) <= 1 and not loop._threads_busy:
+            events = self._real.select(0)  # only the wake-up socket: already woken?
+        else:
+            events = self._real.select(min(timeout, loop.io_grace))
+        if not events:
+            loop._jump(timeout)
+        return events
+
+
+def use_virtual_clock(test, io_grace=None):
+    """Give a LoopTestCase test a VirtualClockLoop in place of the loop its
+    setUp made (closed unused); FaultCase's open descriptors are taken
+    again. Returns the new loop."""
+    test.loop.close()
+    test.loop = VirtualClockLoop(io_grace)
+    crawl.set_event_loop(test.loop)
+    if hasattr(test, "fds_before"):
+        test.fds_before = open_fds()
+    return test.loop
+
+
+def virtual_clock(method=None, *, io_grace=None):
+    """Decorator for a test method of a LoopTestCase (or subclass): the test
+    runs on a VirtualClockLoop. @virtual_clock, or @virtual_clock(io_grace=s)
+    where the test's servers are silent, so that waiting is pointless."""
+    def decorate(method):
+        def test(self, *args, **kwargs):
+            use_virtual_clock(self, io_grace)
+            return method(self, *args, **kwargs)
+        test.__name__, test.__qualname__, test.__doc__ = method.__name__, method.__qualname__, method.__doc__
+        return test
+    return decorate(method) if method is not None else decorate
+
+
+class VirtualClockTestCase(LoopTestCase):
+    """A LoopTestCase whose every test runs on a VirtualClockLoop."""
+
+    IO_GRACE = None
+
+    def setUp(self):
+        super().setUp()
+        use_virtual_clock(self, self.IO_GRACE)
+
+
+class VirtualClockTest(VirtualClockTestCase):
+    """The virtual clock itself."""
+
+    def test_a_long_sleep_returns_at_once_with_the_clock_advanced(self):
+        real = time.monotonic()
+        start = self.loop.time()
+        self.run_co(crawl.sleep(3600), timeout=7200)
+        self.assertEqual(self.loop.time(), start + 3600)
+        self.assertLess(time.monotonic() - real, 1.0)
+
+    def test_timers_fire_in_order_at_their_own_times(self):
+        fired = []
+        start = self.loop.time()
+
+        def note(label):
+            fired.append((label, self.loop.time() - start))
+
+        for label, delay in (("c", 3.0), ("a", 1.0), ("b1", 2.0), ("b2", 2.0), ("d", 86400.0 * 3)):
+            self.loop.call_later(delay, note, label)
+        self.run_co(crawl.sleep(86400.0 * 3 + 1), timeout=86400.0 * 4)
+        self.assertEqual(fired, [("a", 1.0), ("b1", 2.0), ("b2", 2.0), ("c", 3.0), ("d", 86400.0 * 3)])
+
+    def test_running_callbacks_takes_no_time(self):
+        def busy():
+            start = self.loop.time()
+            deadline = time.monotonic() + 0.05
+            while time.monotonic() < deadline:
+                yield from crawl.sleep(0)
+            return self.loop.time() - start
+        self.assertEqual(self.run_co(busy()), 0.0)
+
+    def test_a_socket_that_answers_within_the_grace_is_not_overtaken(self):
+        ours, theirs = socket.socketpair()
+        ours.setblocking(False)
+        self.addCleanup(ours.close)
+        self.addCleanup(theirs.close)
+        timer = threading.Timer(0.05, theirs.sendall, (b"late but in time",))
+        self.addCleanup(timer.join)
+        start = self.loop.time()
+        timer.start()
+        self.assertEqual(self.run_co(crawl.read(ours, timeout=1.0)), b"late but in time")
+        self.assertEqual(self.loop.time(), start)
+
+    def test_a_silent_socket_is_overtaken_after_the_grace(self):
+        ours, theirs = socket.socketpair()
+        ours.setblocking(False)
+        self.addCleanup(ours.close)
+        self.addCleanup(theirs.close)
+        self.loop.io_grace = 0.05
+        real, start = time.monotonic(), self.loop.time()
+        with self.assertRaises(TimeoutError):
+            self.run_co(crawl.read(ours, timeout=30.0), timeout=60)
+        self.assertEqual(self.loop.time(), start + 30.0)
+        self.assertGreaterEqual(time.monotonic() - real, 0.05)
+        self.assertLess(time.monotonic() - real, 1.0)
+
+    def test_a_thread_at_work_is_waited_for(self):
+        def work():
+            time.sleep(0.05)
+            return "done"
+        start = self.loop.time()
+        self.assertEqual(self.run_co(self.loop.run_in_thread(work), timeout=10), "done")
+        self.assertEqual(self.loop.time(), start)
+        self.assertEqual(self.loop._threads_busy, 0)
+
+    def test_virtual_clock_decorator_on_an_ordinary_loop_test(self):
+        case = LoopTestCase("run_co")
+        case.setUp()
+        try:
+            real_loop = case.loop
+            loop = use_virtual_clock(case)
+            self.assertIsInstance(loop, VirtualClockLoop)
+            self.assertTrue(real_loop.is_closed())
+            self.assertIs(crawl.get_event_loop(), loop)
+            case.run_co(crawl.sleep(15))  # within run_co's 20 s, virtual
+            self.assertEqual(loop.time(), 1015.0)
+        finally:
+            case.doCleanups()
+            crawl.set_event_loop(self.loop)
+        self.assertTrue(loop.is_closed())
 
 def _rt_run_one_iteration(loop):
     """Run exactly one loop iteration: the callbacks ready now (and the I/O
