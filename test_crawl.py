@@ -509,14 +509,14 @@ class VirtualClockLoop(crawl.EventLoop):
             raise ValueError("the clock only goes forward")
         self._now += seconds
 
-    def _jump(self, timeout):
-        # _run_once asked select() to wait timeout s for the first timer
-        # (capped at a day): go to that timer's own time, so that it is due.
+    def _next_timer(self):
+        """When the first timer not cancelled is due (None if none is):
+        cancelled timers stay in the heap, and the clock skips them."""
+        return min((when for when, _, handle in self._timers if not handle.cancelled), default=None)
+
+    def _jump(self, when):
         self.jumps += 1
-        if self._timers and timeout < 24 * 3600.0:
-            self._now = max(self._now, self._timers[0][0])
-        else:
-            self._now += timeout
+        self._now = max(self._now, when)
 
 
 class _VirtualClockSelector:
@@ -534,12 +534,15 @@ class _VirtualClockSelector:
         loop = self._loop
         if timeout is None or timeout <= 0:
             return self._real.select(timeout)  # ready work, or nothing timed to wait for
+        when = loop._next_timer()
+        if when is None:
+            return self._real.select(None)  # only cancelled timers: as if there were none
         if len(self._real.get_map()) <= 1 and not loop._threads_busy:
             events = self._real.select(0)  # only the wake-up socket: already woken?
         else:
-            events = self._real.select(min(timeout, loop.io_grace))
+            events = self._real.select(min(max(0.0, when - loop.time()), loop.io_grace))
         if not events:
-            loop._jump(timeout)
+            loop._jump(when)
         return events
 
 
@@ -566,6 +569,26 @@ def virtual_clock(method=None, *, io_grace=None):
         test.__name__, test.__qualname__, test.__doc__ = method.__name__, method.__qualname__, method.__doc__
         return test
     return decorate(method) if method is not None else decorate
+
+
+def fetch_times(client):
+    """Wrap client.fetch to note (url, loop time) as each fetch starts;
+    returns the list it fills."""
+    times = []
+    fetch = client.fetch
+
+    def timed_fetch(url, *args, **kwargs):
+        times.append((url, crawl.get_event_loop().time()))
+        return (yield from fetch(url, *args, **kwargs))
+
+    client.fetch = timed_fetch
+    return times
+
+
+def time_gaps(times, url=None):
+    """Gaps between successive times of fetch_times (of url only if given)."""
+    times = [when for fetched, when in times if url is None or fetched == url]
+    return [later - earlier for earlier, later in zip(times, times[1:])]
 
 
 class VirtualClockTestCase(LoopTestCase):
@@ -5661,43 +5684,40 @@ class CrawlerRobotsTest(CrawlerTestCase):
     def page_times(self, site):
         return [r["time"] for r in site.requests if r["target"] != "/robots.txt"]
 
-    def test_crawl_delay(self):  # C30, scaled down: Crawl-delay 0.3 instead of 2 and 1.5
-        site = self.server({"/robots.txt": crawler_robots("User-agent: *\nCrawl-delay: 0.3\n"),
+    @virtual_clock
+    def test_crawl_delay(self):  # C30
+        site = self.server({"/robots.txt": crawler_robots("User-agent: *\nCrawl-delay: 2\n"),
                             "/": html_page("/1", "/2", "/3", "/4")})
         for i in range(1, 5):
             site.routes[f"/{i}"] = html_page()
         crawler = crawl.Crawler(site.url(), max_tasks=4, backoff=0.01)
-        sent = []
-        fetch = crawler.client.fetch
-
-        def timed_fetch(url, *args, **kwargs):
-            if not url.endswith("/robots.txt"):
-                sent.append(crawl.get_event_loop().time())
-            return (yield from fetch(url, *args, **kwargs))
-
-        crawler.client.fetch = timed_fetch
-        records = self.run_co(crawler.crawl())
+        sent = fetch_times(crawler.client)
+        records = self.run_co(crawler.crawl(), timeout=60)
         self.assertEqual(len(records), 5)
-        times = self.page_times(site)
-        self.assertEqual(len(times), 5)
-        self.assertEqual(len(sent), 5)
-        # The crawler's own clock; slots are reserved ahead, so a worker that
-        # wakes late shortens the next gap by its lateness (a few ms).
-        for earlier, later in zip(sent, sent[1:]):
-            self.assertGreaterEqual(later - earlier, 0.3 - 0.01)
-        for earlier, later in zip(times, times[1:]):  # arrival times: allow for scheduling jitter
-            self.assertGreaterEqual(later - earlier, 0.3 - 0.03)
-        self.assertGreaterEqual(times[-1] - times[0], 1.2 - 0.03)
+        self.assertEqual(len(self.page_times(site)), 5)
+        self.assertEqual([url for url, _ in sent if url.endswith("/robots.txt")], [site.url("/robots.txt")])
+        page_sent = [(url, when) for url, when in sent if not url.endswith("/robots.txt")]
+        # The crawler's own (virtual) clock: each request exactly one delay after the last.
+        gaps = time_gaps(page_sent)
+        self.assertEqual(len(gaps), 4)
+        for gap in gaps:
+            self.assertAlmostEqual(gap, 2.0, places=9)
 
+    @virtual_clock
     def test_delay_option_and_larger_of_the_two(self):
-        site = self.server({"/robots.txt": crawler_robots("User-agent: *\nCrawl-delay: 0.05\n"),
-                            "/": html_page("/1", "/2")})
-        site.routes["/1"] = site.routes["/2"] = html_page()
-        self.crawl_site(site.url(), max_tasks=3, delay=0.15)
-        times = self.page_times(site)
-        self.assertEqual(len(times), 3)
-        for earlier, later in zip(times, times[1:]):
-            self.assertGreaterEqual(later - earlier, 0.15 - 0.03)
+        for crawl_delay, delay in ((1, 3), (3, 1.5)):
+            with self.subTest(crawl_delay=crawl_delay, delay=delay):
+                site = self.server({"/robots.txt": crawler_robots(f"User-agent: *\nCrawl-delay: {crawl_delay}\n"),
+                                    "/": html_page("/1", "/2")})
+                site.routes["/1"] = site.routes["/2"] = html_page()
+                crawler = crawl.Crawler(site.url(), max_tasks=3, delay=delay, backoff=0.01)
+                sent = fetch_times(crawler.client)
+                self.run_co(crawler.crawl(), timeout=60)
+                self.assertEqual(len(self.page_times(site)), 3)
+                gaps = time_gaps([(url, when) for url, when in sent if not url.endswith("/robots.txt")])
+                self.assertEqual(len(gaps), 2)
+                for gap in gaps:
+                    self.assertAlmostEqual(gap, max(crawl_delay, delay), places=9)
 
     def test_crawl_delay_of_another_agent_ignored(self):
         site = self.server({"/robots.txt": crawler_robots("User-agent: otherbot\nCrawl-delay: 30\n\n"
@@ -6254,15 +6274,19 @@ class CrawlerRetryTest(CrawlerTestCase):
         times = [r["time"] for r in site.requests if r["target"] == target]
         return [later - earlier for earlier, later in zip(times, times[1:])]
 
+    @virtual_clock
     def test_503_retried_with_backoff(self):
-        site = self.server({"/": crawler_sequence_route(Page("busy", 503), Page("busy", 503), html_page())})
-        _, records = self.crawl_site(site.url(), backoff=0.05, robots=False)
-        self.assertRecord(records[site.url()], status=200, tries=3, error=None)
-        gaps = self.gaps(site, "/")
-        self.assertEqual(len(gaps), 2)
-        self.assertGreaterEqual(gaps[0], 0.05)
-        self.assertGreaterEqual(gaps[1], 0.10)
-        self.assertLess(sum(gaps), 5)
+        site = self.server({"/": crawler_sequence_route(Page("busy", 503), Page("busy", 503),
+                                                        Page("busy", 503), html_page())})
+        crawler = crawl.Crawler(site.url(), backoff=1.0, robots=False)
+        sent = fetch_times(crawler.client)
+        records = self.run_co(crawler.crawl(), timeout=60)
+        self.assertRecord(records[site.url()], status=200, tries=4, error=None)
+        self.assertEqual(len(self.gaps(site, "/")), 3)
+        gaps = time_gaps(sent, site.url())  # on the loop's (virtual) clock: exactly the back-off
+        self.assertEqual(len(gaps), 3)
+        for gap, backoff in zip(gaps, (1.0, 2.0, 4.0)):
+            self.assertAlmostEqual(gap, backoff, places=9)
 
     def test_429_retried_up_to_max_tries(self):
         site = self.server({"/": Page("slow down", 429)})
@@ -6272,21 +6296,29 @@ class CrawlerRetryTest(CrawlerTestCase):
         self.assertTrue(records[site.url()].failed)
         self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
 
+    @virtual_clock
     def test_retry_after_honoured(self):
-        site = self.server({"/": crawler_sequence_route(Page("busy", 503, headers=[("Retry-After", "1")]),
+        site = self.server({"/": crawler_sequence_route(Page("busy", 503, headers=[("Retry-After", "30")]),
                                                         html_page())})
-        _, records = self.crawl_site(site.url(), robots=False, backoff=0.01)
+        crawler = crawl.Crawler(site.url(), robots=False, backoff=0.01)
+        sent = fetch_times(crawler.client)
+        records = self.run_co(crawler.crawl(), timeout=60)
         self.assertRecord(records[site.url()], status=200, tries=2)
-        self.assertGreaterEqual(self.gaps(site, "/")[0], 1.0)
+        self.assertEqual(len(self.gaps(site, "/")), 1)
+        [gap] = time_gaps(sent, site.url())
+        self.assertAlmostEqual(gap, 30.0, places=9)
 
+    @virtual_clock
     def test_retry_after_capped(self):
         site = self.server({"/": crawler_sequence_route(Page("busy", 429, headers=[("Retry-After", "3600")]),
                                                         html_page())})
-        _, records = self.crawl_site(site.url(), robots=False, max_retry_after=0.2, run_timeout=10)
+        crawler = crawl.Crawler(site.url(), robots=False, backoff=0.01)  # max_retry_after: 60 by default
+        sent = fetch_times(crawler.client)
+        records = self.run_co(crawler.crawl(), timeout=600)
         self.assertRecord(records[site.url()], status=200, tries=2)
-        gap = self.gaps(site, "/")[0]
-        self.assertGreaterEqual(gap, 0.2)
-        self.assertLess(gap, 5)
+        self.assertEqual(len(self.gaps(site, "/")), 1)
+        [gap] = time_gaps(sent, site.url())
+        self.assertAlmostEqual(gap, 60.0, places=9)
 
     def test_other_statuses_final(self):
         site = self.server({"/": html_page("/500", "/404", "/403"), "/500": Page("err", 500),
@@ -6297,14 +6329,12 @@ class CrawlerRetryTest(CrawlerTestCase):
             self.assertRecord(records[site.url(path)], status=status, tries=1, error=None)
             self.assertTrue(records[site.url(path)].failed)
 
+    @virtual_clock
     def test_network_errors_retried(self):
-        times = []
-
         def script(conn):
             request = conn.read_request()
             if request is None:
                 return
-            times.append(time.monotonic())
             if conn.number <= 2:
                 conn.reset()
                 return
@@ -6313,11 +6343,15 @@ class CrawlerRetryTest(CrawlerTestCase):
 
         server = RawServer(script)
         self.addCleanup(server.close)
-        _, records = self.crawl_site(server.url(), robots=False, backoff=0.05)
+        crawler = crawl.Crawler(server.url(), robots=False, backoff=1.0)
+        sent = fetch_times(crawler.client)
+        records = self.run_co(crawler.crawl(), timeout=60)
         self.assertRecord(records[server.url()], status=200, tries=3, error=None)
         self.assertEqual(server.connections, 3)
-        self.assertGreaterEqual(times[1] - times[0], 0.05)
-        self.assertGreaterEqual(times[2] - times[1], 0.10)
+        gaps = time_gaps(sent, server.url())
+        self.assertEqual(len(gaps), 2)
+        self.assertAlmostEqual(gaps[0], 1.0, places=9)
+        self.assertAlmostEqual(gaps[1], 2.0, places=9)
 
     def test_network_errors_only_up_to_max_tries(self):
         def script(conn):
@@ -6338,6 +6372,7 @@ class CrawlerRetryTest(CrawlerTestCase):
         self.assertRecord(records[url], status=None, error_kind="connect", tries=3, depth=0)
         self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_USAGE)
 
+    @virtual_clock
     def test_timeout_retried(self):
         def script(conn):
             request = conn.read_request()
@@ -6351,8 +6386,14 @@ class CrawlerRetryTest(CrawlerTestCase):
 
         server = RawServer(script)
         self.addCleanup(server.close)
-        _, records = self.crawl_site(server.url(), robots=False, timeout=0.3)
+        crawler = crawl.Crawler(server.url(), robots=False, backoff=1.0, timeout=30)
+        sent = fetch_times(crawler.client)
+        records = self.run_co(crawler.crawl(), timeout=60)
         self.assertRecord(records[server.url()], status=200, tries=2)
+        self.assertEqual(server.connections, 2)
+        # The first try waits out its 30 s timeout (virtual), then the back-off.
+        [gap] = time_gaps(sent, server.url())
+        self.assertAlmostEqual(gap, 31.0, places=9)
 
 
 class CrawlerConcurrencyTest(CrawlerTestCase):
