@@ -4706,39 +4706,46 @@ class HTTPPersistentConnectionTest(HTTPLayerTestCase):
 class HTTPTimeoutTest(HTTPLayerTestCase):
 
     def test_total_deadline_against_a_trickling_server(self):
+        # The real clock: the server's bytes keep coming in real time.
         def trickle(conn, request):
             conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn.send(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n")
             while True:
                 conn.send(b"x")
-                time.sleep(0.1)
+                time.sleep(0.05)
 
         server = self.raw({"/": trickle})
-        client = self.client(timeout=1.0, read_timeout=30)
+        client = self.client(timeout=0.5, read_timeout=30)
         url = server.url("/")
         started = time.monotonic()
         error = self.get_error(TimeoutError, client, url)
         elapsed = time.monotonic() - started
         self.assertIs(type(error), TimeoutError)
-        self.assertGreaterEqual(elapsed, 0.9)
-        self.assertLess(elapsed, 2.0)
+        self.assertGreaterEqual(elapsed, 0.45)
+        self.assertLess(elapsed, 1.5)
         self.assertIn(url, str(error))
         self.assertEqual(len(client.pool), 0)
 
+    @virtual_clock(io_grace=0.05)  # the server says nothing: no point waiting long
     def test_read_timeout_against_a_silent_server(self):
         server = self.raw({"/": _http_send_and_hold(b"")})
-        client = self.client(read_timeout=0.3, timeout=None)
+        client = self.client(read_timeout=30, timeout=None)
         url = server.url("/")
-        # run_timeout 5: only the client's own read timeout can end this in
+        # run_timeout 50: only the client's own read timeout can end this in
         # time (its message names the URL; run_co's would not).
-        error = self.get_error(TimeoutError, client, url, run_timeout=5)
+        started = self.loop.time()
+        error = self.get_error(TimeoutError, client, url, run_timeout=50)
         self.assertIn(url, str(error))
+        self.assertAlmostEqual(self.loop.time() - started, 30.0, places=9)
 
+    @virtual_clock(io_grace=0.05)  # the server sends its bytes at once, then nothing
     def test_read_timeout_mid_body(self):
         server = self.raw({"/": _http_send_and_hold(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")})
-        client = self.client(read_timeout=0.3, timeout=None)
-        error = self.get_error(TimeoutError, client, server.url("/"), run_timeout=5)
+        client = self.client(read_timeout=30, timeout=None)
+        started = self.loop.time()
+        error = self.get_error(TimeoutError, client, server.url("/"), run_timeout=50)
         self.assertIn(server.url("/"), str(error))
+        self.assertAlmostEqual(self.loop.time() - started, 30.0, places=9)
 
     def test_connect_timeout(self):
         # A listener whose accept queue is full drops further SYNs, so a
@@ -4762,10 +4769,13 @@ class HTTPTimeoutTest(HTTPLayerTestCase):
             pass
         finally:
             probe.close()
-        client = self.client(connect_timeout=0.3, timeout=None)
+        use_virtual_clock(self, io_grace=0.05)  # the connect never completes: no point waiting long
+        client = self.client(connect_timeout=30, timeout=None)
         url = f"http://127.0.0.1:{address[1]}/"
-        error = self.get_error(TimeoutError, client, url, run_timeout=5)
+        started = self.loop.time()
+        error = self.get_error(TimeoutError, client, url, run_timeout=50)
         self.assertIn(url, str(error))
+        self.assertAlmostEqual(self.loop.time() - started, 30.0, places=9)
 
 
 # TLS -------------------------------------------------------------------------------
@@ -6621,15 +6631,15 @@ class FaultInjectionTest(FaultCase):
         self.assertEqual(server.connections, 2)
         self.assert_no_leaks()
 
+    @virtual_clock(io_grace=0.05)  # the server never answers: no point waiting long
     def test_server_accepts_and_never_answers(self):
         server = self.serve(RawServer(_fault_answer_then_wait(b"")))
-        started = time.monotonic()
-        record = self.crawl_one(server.url(), max_tries=2, timeout=0.3)
-        elapsed = time.monotonic() - started
-        self.assert_record(record, None, "timeout", 2, "timed out after 0.3 s")
+        started = self.loop.time()
+        record = self.crawl_one(server.url(), max_tries=2, timeout=5)
+        elapsed = self.loop.time() - started
+        self.assert_record(record, None, "timeout", 2, "timed out after 5 s")
         self.assertEqual(server.connections, 2)
-        self.assertGreaterEqual(elapsed, 0.6)
-        self.assertLess(elapsed, 3.0)
+        self.assertAlmostEqual(elapsed, 5 + 0.01 + 5, places=9)  # two tries and the back-off between
         self.assert_no_leaks()
 
     def test_trickling_server_cannot_extend_the_total_deadline(self):
@@ -6646,9 +6656,9 @@ class FaultInjectionTest(FaultCase):
             except OSError:
                 pass
         server = self.serve(RawServer(script))
-        started = time.monotonic()
-        record = self.crawl_one(server.url(), max_tries=2, timeout=0.3)
-        self.assert_record(record, None, "timeout", 2, "timed out after 0.3 s")
+        started = time.monotonic()  # the real clock: the bytes keep coming in real time
+        record = self.crawl_one(server.url(), max_tries=2, timeout=0.2)
+        self.assert_record(record, None, "timeout", 2, "timed out after 0.2 s")
         self.assertLess(time.monotonic() - started, 3.0)
         self.assert_no_leaks()
 
