@@ -2621,7 +2621,7 @@ class Client:
         scheme, host, port, target = split_url(url)
         origin = (scheme, host, port)
         request = self._request_bytes(method, target, host_field(scheme, host, port), headers)
-        started = time.monotonic()
+        started = get_event_loop().time()
         try:
             with timeout(self.timeout):
                 stream = self.pool.get(origin)
@@ -2680,7 +2680,7 @@ class Client:
                 if lost is error:
                     raise
                 raise lost from None
-            response.elapsed = time.monotonic() - started
+            response.elapsed = get_event_loop().time() - started
             return response
         finally:
             self._active.discard(stream)
@@ -3191,7 +3191,8 @@ class Crawler:
         not finished is recorded as "interrupted" before the cancellation
         goes on."""
         loop = get_event_loop()
-        self.started = loop.time()
+        self._clock = loop.time  # _abandon also runs after the loop is gone
+        self.started = self._clock()
         for root in self.roots:
             self._discover(root, self.max_redirect, 0, None)
         self._workers = [loop.create_task(self._work(), name=f"worker-{n}")
@@ -3237,7 +3238,7 @@ class Crawler:
             self._not_fetched(Record(item.url, item.depth, item.referrer), "interrupted",
                               "not fetched: the crawl was interrupted")
         self.client.close()
-        self.finished = time.monotonic()  # the loop's clock
+        self.finished = self._clock()  # the loop's clock, as self.started
 
     def _work(self):
         while True:

@@ -447,6 +447,240 @@ class LoopTestCase(unittest.TestCase):
         self.assertEqual(self.loop.pending_work(), (0, 0, 0), "work left on the loop")
         return result
 
+class VirtualClockLoop(crawl.EventLoop):
+    """An EventLoop whose clock is virtual: time passes only when the loop
+    would wait for a timer, and then it jumps straight to that timer.
+
+    time() starts at 1000.0 (not 0, so that no code can mistake it for
+    "unset") and changes only in select(): running callbacks takes no time,
+    so intervals made of timers are exact (sleep(1) is 1.0 s, not 1.0 plus
+    the CPU spent around it), and the same test gives the same times on a
+    busy machine.
+
+    The rule for jumping, when the loop has nothing ready and its next timer
+    is due in t s:
+      * If no file descriptor is watched but the loop's own wake-up socket,
+        and no run_in_thread call is in flight, nothing but that timer can
+        wake the loop: the clock jumps to it at once, without waiting.
+      * Otherwise a socket may still become ready (a server thread may be
+        about to answer): select() really waits for it, up to
+        min(t, io_grace) real seconds. If a socket becomes ready, the clock
+        does not move and its callbacks run as usual; only if none did does
+        the clock jump to the timer. So a peer is overtaken by a virtual
+        timeout only after io_grace real seconds of silence: io_grace is how
+        long the embedded servers may take to answer. Silent servers (the
+        timeout tests) cost io_grace real seconds per timeout, whatever its
+        virtual length.
+    Real time spent waiting for I/O is not added to the clock: a peer that
+    trickles bytes faster than io_grace keeps the clock still, so tests of a
+    deadline against a trickling server need the real clock.
+
+    Threads other than run_in_thread's that call call_soon_threadsafe are
+    not known to the loop: in such a test, keep a socket watched (or use the
+    real clock) so that the loop waits for them before jumping.
+    """
+
+    IO_GRACE = 0.25  # real seconds of silence before a watched socket is overtaken
+
+    def __init__(self, io_grace=None):
+        super().__init__()
+        self.io_grace = self.IO_GRACE if io_grace is None else io_grace
+        self._now = 1000.0
+        self._threads_busy = 0
+        self.jumps = 0  # how many times the clock jumped (tests may check)
+        self._selector = _VirtualClockSelector(self._selector, self)
+
+    def time(self):
+        return self._now
+
+    def run_in_thread(self, fn, *args):
+        future = super().run_in_thread(fn, *args)
+        self._threads_busy += 1
+        future.add_done_callback(self._thread_done)
+        return future
+
+    def _thread_done(self, future):
+        self._threads_busy -= 1
+
+    def advance(self, seconds):
+        """Move the clock forward by seconds (timers now due run at the next
+        iteration)."""
+        if seconds < 0:
+            raise ValueError("the clock only goes forward")
+        self._now += seconds
+
+    def _next_timer(self):
+        """When the first timer not cancelled is due (None if none is):
+        cancelled timers stay in the heap, and the clock skips them."""
+        return min((when for when, _, handle in self._timers if not handle.cancelled), default=None)
+
+    def _jump(self, when):
+        self.jumps += 1
+        self._now = max(self._now, when)
+
+
+class _VirtualClockSelector:
+    """The selector of a VirtualClockLoop: select() applies its rule for
+    jumping; everything else goes to the real selector."""
+
+    def __init__(self, real, loop):
+        self._real = real
+        self._loop = loop
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def select(self, timeout=None):
+        loop = self._loop
+        if timeout is None or timeout <= 0:
+            return self._real.select(timeout)  # ready work, or nothing timed to wait for
+        when = loop._next_timer()
+        if when is None:
+            return self._real.select(None)  # only cancelled timers: as if there were none
+        if len(self._real.get_map()) <= 1 and not loop._threads_busy:
+            events = self._real.select(0)  # only the wake-up socket: already woken?
+        else:
+            events = self._real.select(min(max(0.0, when - loop.time()), loop.io_grace))
+        if not events:
+            loop._jump(when)
+        return events
+
+
+def use_virtual_clock(test, io_grace=None):
+    """Give a LoopTestCase test a VirtualClockLoop in place of the loop its
+    setUp made (closed unused); FaultCase's open descriptors are taken
+    again. Returns the new loop."""
+    test.loop.close()
+    test.loop = VirtualClockLoop(io_grace)
+    crawl.set_event_loop(test.loop)
+    if hasattr(test, "fds_before"):
+        test.fds_before = open_fds()
+    return test.loop
+
+
+def virtual_clock(method=None, *, io_grace=None):
+    """Decorator for a test method of a LoopTestCase (or subclass): the test
+    runs on a VirtualClockLoop. @virtual_clock, or @virtual_clock(io_grace=s)
+    where the test's servers are silent, so that waiting is pointless."""
+    def decorate(method):
+        def test(self, *args, **kwargs):
+            use_virtual_clock(self, io_grace)
+            return method(self, *args, **kwargs)
+        test.__name__, test.__qualname__, test.__doc__ = method.__name__, method.__qualname__, method.__doc__
+        return test
+    return decorate(method) if method is not None else decorate
+
+
+def fetch_times(client):
+    """Wrap client.fetch to note (url, loop time) as each fetch starts;
+    returns the list it fills."""
+    times = []
+    fetch = client.fetch
+
+    def timed_fetch(url, *args, **kwargs):
+        times.append((url, crawl.get_event_loop().time()))
+        return (yield from fetch(url, *args, **kwargs))
+
+    client.fetch = timed_fetch
+    return times
+
+
+def time_gaps(times, url=None):
+    """Gaps between successive times of fetch_times (of url only if given)."""
+    times = [when for fetched, when in times if url is None or fetched == url]
+    return [later - earlier for earlier, later in zip(times, times[1:])]
+
+
+class VirtualClockTestCase(LoopTestCase):
+    """A LoopTestCase whose every test runs on a VirtualClockLoop."""
+
+    IO_GRACE = None
+
+    def setUp(self):
+        super().setUp()
+        use_virtual_clock(self, self.IO_GRACE)
+
+
+class VirtualClockTest(VirtualClockTestCase):
+    """The virtual clock itself."""
+
+    def test_a_long_sleep_returns_at_once_with_the_clock_advanced(self):
+        real = time.monotonic()
+        start = self.loop.time()
+        self.run_co(crawl.sleep(3600), timeout=7200)
+        self.assertEqual(self.loop.time(), start + 3600)
+        self.assertLess(time.monotonic() - real, 1.0)
+
+    def test_timers_fire_in_order_at_their_own_times(self):
+        fired = []
+        start = self.loop.time()
+
+        def note(label):
+            fired.append((label, self.loop.time() - start))
+
+        for label, delay in (("c", 3.0), ("a", 1.0), ("b1", 2.0), ("b2", 2.0), ("d", 86400.0 * 3)):
+            self.loop.call_later(delay, note, label)
+        self.run_co(crawl.sleep(86400.0 * 3 + 1), timeout=86400.0 * 4)
+        self.assertEqual(fired, [("a", 1.0), ("b1", 2.0), ("b2", 2.0), ("c", 3.0), ("d", 86400.0 * 3)])
+
+    def test_running_callbacks_takes_no_time(self):
+        def busy():
+            start = self.loop.time()
+            deadline = time.monotonic() + 0.05
+            while time.monotonic() < deadline:
+                yield from crawl.sleep(0)
+            return self.loop.time() - start
+        self.assertEqual(self.run_co(busy()), 0.0)
+
+    def test_a_socket_that_answers_within_the_grace_is_not_overtaken(self):
+        ours, theirs = socket.socketpair()
+        ours.setblocking(False)
+        self.addCleanup(ours.close)
+        self.addCleanup(theirs.close)
+        timer = threading.Timer(0.05, theirs.sendall, (b"late but in time",))
+        self.addCleanup(timer.join)
+        start = self.loop.time()
+        timer.start()
+        self.assertEqual(self.run_co(crawl.read(ours, timeout=1.0)), b"late but in time")
+        self.assertEqual(self.loop.time(), start)
+
+    def test_a_silent_socket_is_overtaken_after_the_grace(self):
+        ours, theirs = socket.socketpair()
+        ours.setblocking(False)
+        self.addCleanup(ours.close)
+        self.addCleanup(theirs.close)
+        self.loop.io_grace = 0.05
+        real, start = time.monotonic(), self.loop.time()
+        with self.assertRaises(TimeoutError):
+            self.run_co(crawl.read(ours, timeout=30.0), timeout=60)
+        self.assertEqual(self.loop.time(), start + 30.0)
+        self.assertGreaterEqual(time.monotonic() - real, 0.05)
+        self.assertLess(time.monotonic() - real, 1.0)
+
+    def test_a_thread_at_work_is_waited_for(self):
+        def work():
+            time.sleep(0.05)
+            return "done"
+        start = self.loop.time()
+        self.assertEqual(self.run_co(self.loop.run_in_thread(work), timeout=10), "done")
+        self.assertEqual(self.loop.time(), start)
+        self.assertEqual(self.loop._threads_busy, 0)
+
+    def test_virtual_clock_decorator_on_an_ordinary_loop_test(self):
+        case = LoopTestCase("run_co")
+        case.setUp()
+        try:
+            real_loop = case.loop
+            loop = use_virtual_clock(case)
+            self.assertIsInstance(loop, VirtualClockLoop)
+            self.assertTrue(real_loop.is_closed())
+            self.assertIs(crawl.get_event_loop(), loop)
+            case.run_co(crawl.sleep(15))  # within run_co's 20 s, virtual
+            self.assertEqual(loop.time(), 1015.0)
+        finally:
+            case.doCleanups()
+            crawl.set_event_loop(self.loop)
+        self.assertTrue(loop.is_closed())
 
 def _rt_run_one_iteration(loop):
     """Run exactly one loop iteration: the callbacks ready now (and the I/O
@@ -4737,39 +4971,46 @@ class HTTPPersistentConnectionTest(HTTPLayerTestCase):
 class HTTPTimeoutTest(HTTPLayerTestCase):
 
     def test_total_deadline_against_a_trickling_server(self):
+        # The real clock: the server's bytes keep coming in real time.
         def trickle(conn, request):
             conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn.send(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n")
             while True:
                 conn.send(b"x")
-                time.sleep(0.1)
+                time.sleep(0.05)
 
         server = self.raw({"/": trickle})
-        client = self.client(timeout=1.0, read_timeout=30)
+        client = self.client(timeout=0.5, read_timeout=30)
         url = server.url("/")
         started = time.monotonic()
         error = self.get_error(TimeoutError, client, url)
         elapsed = time.monotonic() - started
         self.assertIs(type(error), TimeoutError)
-        self.assertGreaterEqual(elapsed, 0.9)
-        self.assertLess(elapsed, 2.0)
+        self.assertGreaterEqual(elapsed, 0.45)
+        self.assertLess(elapsed, 1.5)
         self.assertIn(url, str(error))
         self.assertEqual(len(client.pool), 0)
 
+    @virtual_clock(io_grace=0.05)  # the server says nothing: no point waiting long
     def test_read_timeout_against_a_silent_server(self):
         server = self.raw({"/": _http_send_and_hold(b"")})
-        client = self.client(read_timeout=0.3, timeout=None)
+        client = self.client(read_timeout=30, timeout=None)
         url = server.url("/")
-        # run_timeout 5: only the client's own read timeout can end this in
+        # run_timeout 50: only the client's own read timeout can end this in
         # time (its message names the URL; run_co's would not).
-        error = self.get_error(TimeoutError, client, url, run_timeout=5)
+        started = self.loop.time()
+        error = self.get_error(TimeoutError, client, url, run_timeout=50)
         self.assertIn(url, str(error))
+        self.assertAlmostEqual(self.loop.time() - started, 30.0, places=9)
 
+    @virtual_clock(io_grace=0.05)  # the server sends its bytes at once, then nothing
     def test_read_timeout_mid_body(self):
         server = self.raw({"/": _http_send_and_hold(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")})
-        client = self.client(read_timeout=0.3, timeout=None)
-        error = self.get_error(TimeoutError, client, server.url("/"), run_timeout=5)
+        client = self.client(read_timeout=30, timeout=None)
+        started = self.loop.time()
+        error = self.get_error(TimeoutError, client, server.url("/"), run_timeout=50)
         self.assertIn(server.url("/"), str(error))
+        self.assertAlmostEqual(self.loop.time() - started, 30.0, places=9)
 
     def test_connect_timeout(self):
         # A listener whose accept queue is full drops further SYNs, so a
@@ -4793,10 +5034,13 @@ class HTTPTimeoutTest(HTTPLayerTestCase):
             pass
         finally:
             probe.close()
-        client = self.client(connect_timeout=0.3, timeout=None)
+        use_virtual_clock(self, io_grace=0.05)  # the connect never completes: no point waiting long
+        client = self.client(connect_timeout=30, timeout=None)
         url = f"http://127.0.0.1:{address[1]}/"
-        error = self.get_error(TimeoutError, client, url, run_timeout=5)
+        started = self.loop.time()
+        error = self.get_error(TimeoutError, client, url, run_timeout=50)
         self.assertIn(url, str(error))
+        self.assertAlmostEqual(self.loop.time() - started, 30.0, places=9)
 
 
 # TLS -------------------------------------------------------------------------------
@@ -5790,43 +6034,40 @@ class CrawlerRobotsTest(CrawlerTestCase):
     def page_times(self, site):
         return [r["time"] for r in site.requests if r["target"] != "/robots.txt"]
 
-    def test_crawl_delay(self):  # C30, scaled down: Crawl-delay 0.3 instead of 2 and 1.5
-        site = self.server({"/robots.txt": crawler_robots("User-agent: *\nCrawl-delay: 0.3\n"),
+    @virtual_clock
+    def test_crawl_delay(self):  # C30
+        site = self.server({"/robots.txt": crawler_robots("User-agent: *\nCrawl-delay: 2\n"),
                             "/": html_page("/1", "/2", "/3", "/4")})
         for i in range(1, 5):
             site.routes[f"/{i}"] = html_page()
         crawler = crawl.Crawler(site.url(), max_tasks=4, backoff=0.01)
-        sent = []
-        fetch = crawler.client.fetch
-
-        def timed_fetch(url, *args, **kwargs):
-            if not url.endswith("/robots.txt"):
-                sent.append(crawl.get_event_loop().time())
-            return (yield from fetch(url, *args, **kwargs))
-
-        crawler.client.fetch = timed_fetch
-        records = self.run_co(crawler.crawl())
+        sent = fetch_times(crawler.client)
+        records = self.run_co(crawler.crawl(), timeout=60)
         self.assertEqual(len(records), 5)
-        times = self.page_times(site)
-        self.assertEqual(len(times), 5)
-        self.assertEqual(len(sent), 5)
-        # The crawler's own clock; slots are reserved ahead, so a worker that
-        # wakes late shortens the next gap by its lateness (a few ms).
-        for earlier, later in zip(sent, sent[1:]):
-            self.assertGreaterEqual(later - earlier, 0.3 - 0.01)
-        for earlier, later in zip(times, times[1:]):  # arrival times: allow for scheduling jitter
-            self.assertGreaterEqual(later - earlier, 0.3 - 0.03)
-        self.assertGreaterEqual(times[-1] - times[0], 1.2 - 0.03)
+        self.assertEqual(len(self.page_times(site)), 5)
+        self.assertEqual([url for url, _ in sent if url.endswith("/robots.txt")], [site.url("/robots.txt")])
+        page_sent = [(url, when) for url, when in sent if not url.endswith("/robots.txt")]
+        # The crawler's own (virtual) clock: each request exactly one delay after the last.
+        gaps = time_gaps(page_sent)
+        self.assertEqual(len(gaps), 4)
+        for gap in gaps:
+            self.assertAlmostEqual(gap, 2.0, places=9)
 
+    @virtual_clock
     def test_delay_option_and_larger_of_the_two(self):
-        site = self.server({"/robots.txt": crawler_robots("User-agent: *\nCrawl-delay: 0.05\n"),
-                            "/": html_page("/1", "/2")})
-        site.routes["/1"] = site.routes["/2"] = html_page()
-        self.crawl_site(site.url(), max_tasks=3, delay=0.15)
-        times = self.page_times(site)
-        self.assertEqual(len(times), 3)
-        for earlier, later in zip(times, times[1:]):
-            self.assertGreaterEqual(later - earlier, 0.15 - 0.03)
+        for crawl_delay, delay in ((1, 3), (3, 1.5)):
+            with self.subTest(crawl_delay=crawl_delay, delay=delay):
+                site = self.server({"/robots.txt": crawler_robots(f"User-agent: *\nCrawl-delay: {crawl_delay}\n"),
+                                    "/": html_page("/1", "/2")})
+                site.routes["/1"] = site.routes["/2"] = html_page()
+                crawler = crawl.Crawler(site.url(), max_tasks=3, delay=delay, backoff=0.01)
+                sent = fetch_times(crawler.client)
+                self.run_co(crawler.crawl(), timeout=60)
+                self.assertEqual(len(self.page_times(site)), 3)
+                gaps = time_gaps([(url, when) for url, when in sent if not url.endswith("/robots.txt")])
+                self.assertEqual(len(gaps), 2)
+                for gap in gaps:
+                    self.assertAlmostEqual(gap, max(crawl_delay, delay), places=9)
 
     def test_crawl_delay_of_another_agent_ignored(self):
         site = self.server({"/robots.txt": crawler_robots("User-agent: otherbot\nCrawl-delay: 30\n\n"
@@ -6383,15 +6624,19 @@ class CrawlerRetryTest(CrawlerTestCase):
         times = [r["time"] for r in site.requests if r["target"] == target]
         return [later - earlier for earlier, later in zip(times, times[1:])]
 
+    @virtual_clock
     def test_503_retried_with_backoff(self):
-        site = self.server({"/": crawler_sequence_route(Page("busy", 503), Page("busy", 503), html_page())})
-        _, records = self.crawl_site(site.url(), backoff=0.05, robots=False)
-        self.assertRecord(records[site.url()], status=200, tries=3, error=None)
-        gaps = self.gaps(site, "/")
-        self.assertEqual(len(gaps), 2)
-        self.assertGreaterEqual(gaps[0], 0.05)
-        self.assertGreaterEqual(gaps[1], 0.10)
-        self.assertLess(sum(gaps), 5)
+        site = self.server({"/": crawler_sequence_route(Page("busy", 503), Page("busy", 503),
+                                                        Page("busy", 503), html_page())})
+        crawler = crawl.Crawler(site.url(), backoff=1.0, robots=False)
+        sent = fetch_times(crawler.client)
+        records = self.run_co(crawler.crawl(), timeout=60)
+        self.assertRecord(records[site.url()], status=200, tries=4, error=None)
+        self.assertEqual(len(self.gaps(site, "/")), 3)
+        gaps = time_gaps(sent, site.url())  # on the loop's (virtual) clock: exactly the back-off
+        self.assertEqual(len(gaps), 3)
+        for gap, backoff in zip(gaps, (1.0, 2.0, 4.0)):
+            self.assertAlmostEqual(gap, backoff, places=9)
 
     def test_429_retried_up_to_max_tries(self):
         site = self.server({"/": Page("slow down", 429)})
@@ -6401,21 +6646,29 @@ class CrawlerRetryTest(CrawlerTestCase):
         self.assertTrue(records[site.url()].failed)
         self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
 
+    @virtual_clock
     def test_retry_after_honoured(self):
-        site = self.server({"/": crawler_sequence_route(Page("busy", 503, headers=[("Retry-After", "1")]),
+        site = self.server({"/": crawler_sequence_route(Page("busy", 503, headers=[("Retry-After", "30")]),
                                                         html_page())})
-        _, records = self.crawl_site(site.url(), robots=False, backoff=0.01)
+        crawler = crawl.Crawler(site.url(), robots=False, backoff=0.01)
+        sent = fetch_times(crawler.client)
+        records = self.run_co(crawler.crawl(), timeout=60)
         self.assertRecord(records[site.url()], status=200, tries=2)
-        self.assertGreaterEqual(self.gaps(site, "/")[0], 1.0)
+        self.assertEqual(len(self.gaps(site, "/")), 1)
+        [gap] = time_gaps(sent, site.url())
+        self.assertAlmostEqual(gap, 30.0, places=9)
 
+    @virtual_clock
     def test_retry_after_capped(self):
         site = self.server({"/": crawler_sequence_route(Page("busy", 429, headers=[("Retry-After", "3600")]),
                                                         html_page())})
-        _, records = self.crawl_site(site.url(), robots=False, max_retry_after=0.2, run_timeout=10)
+        crawler = crawl.Crawler(site.url(), robots=False, backoff=0.01)  # max_retry_after: 60 by default
+        sent = fetch_times(crawler.client)
+        records = self.run_co(crawler.crawl(), timeout=600)
         self.assertRecord(records[site.url()], status=200, tries=2)
-        gap = self.gaps(site, "/")[0]
-        self.assertGreaterEqual(gap, 0.2)
-        self.assertLess(gap, 5)
+        self.assertEqual(len(self.gaps(site, "/")), 1)
+        [gap] = time_gaps(sent, site.url())
+        self.assertAlmostEqual(gap, 60.0, places=9)
 
     def test_other_statuses_final(self):
         site = self.server({"/": html_page("/500", "/404", "/403"), "/500": Page("err", 500),
@@ -6426,14 +6679,12 @@ class CrawlerRetryTest(CrawlerTestCase):
             self.assertRecord(records[site.url(path)], status=status, tries=1, error=None)
             self.assertTrue(records[site.url(path)].failed)
 
+    @virtual_clock
     def test_network_errors_retried(self):
-        times = []
-
         def script(conn):
             request = conn.read_request()
             if request is None:
                 return
-            times.append(time.monotonic())
             if conn.number <= 2:
                 conn.reset()
                 return
@@ -6442,11 +6693,15 @@ class CrawlerRetryTest(CrawlerTestCase):
 
         server = RawServer(script)
         self.addCleanup(server.close)
-        _, records = self.crawl_site(server.url(), robots=False, backoff=0.05)
+        crawler = crawl.Crawler(server.url(), robots=False, backoff=1.0)
+        sent = fetch_times(crawler.client)
+        records = self.run_co(crawler.crawl(), timeout=60)
         self.assertRecord(records[server.url()], status=200, tries=3, error=None)
         self.assertEqual(server.connections, 3)
-        self.assertGreaterEqual(times[1] - times[0], 0.05)
-        self.assertGreaterEqual(times[2] - times[1], 0.10)
+        gaps = time_gaps(sent, server.url())
+        self.assertEqual(len(gaps), 2)
+        self.assertAlmostEqual(gaps[0], 1.0, places=9)
+        self.assertAlmostEqual(gaps[1], 2.0, places=9)
 
     def test_network_errors_only_up_to_max_tries(self):
         def script(conn):
@@ -6467,6 +6722,7 @@ class CrawlerRetryTest(CrawlerTestCase):
         self.assertRecord(records[url], status=None, error_kind="connect", tries=3, depth=0)
         self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_USAGE)
 
+    @virtual_clock
     def test_timeout_retried(self):
         def script(conn):
             request = conn.read_request()
@@ -6480,8 +6736,14 @@ class CrawlerRetryTest(CrawlerTestCase):
 
         server = RawServer(script)
         self.addCleanup(server.close)
-        _, records = self.crawl_site(server.url(), robots=False, timeout=0.3)
+        crawler = crawl.Crawler(server.url(), robots=False, backoff=1.0, timeout=30)
+        sent = fetch_times(crawler.client)
+        records = self.run_co(crawler.crawl(), timeout=60)
         self.assertRecord(records[server.url()], status=200, tries=2)
+        self.assertEqual(server.connections, 2)
+        # The first try waits out its 30 s timeout (virtual), then the back-off.
+        [gap] = time_gaps(sent, server.url())
+        self.assertAlmostEqual(gap, 31.0, places=9)
 
 
 class CrawlerConcurrencyTest(CrawlerTestCase):
@@ -6709,15 +6971,15 @@ class FaultInjectionTest(FaultCase):
         self.assertEqual(server.connections, 2)
         self.assert_no_leaks()
 
+    @virtual_clock(io_grace=0.05)  # the server never answers: no point waiting long
     def test_server_accepts_and_never_answers(self):
         server = self.serve(RawServer(_fault_answer_then_wait(b"")))
-        started = time.monotonic()
-        record = self.crawl_one(server.url(), max_tries=2, timeout=0.3)
-        elapsed = time.monotonic() - started
-        self.assert_record(record, None, "timeout", 2, "timed out after 0.3 s")
+        started = self.loop.time()
+        record = self.crawl_one(server.url(), max_tries=2, timeout=5)
+        elapsed = self.loop.time() - started
+        self.assert_record(record, None, "timeout", 2, "timed out after 5 s")
         self.assertEqual(server.connections, 2)
-        self.assertGreaterEqual(elapsed, 0.6)
-        self.assertLess(elapsed, 3.0)
+        self.assertAlmostEqual(elapsed, 5 + 0.01 + 5, places=9)  # two tries and the back-off between
         self.assert_no_leaks()
 
     def test_trickling_server_cannot_extend_the_total_deadline(self):
@@ -6734,9 +6996,9 @@ class FaultInjectionTest(FaultCase):
             except OSError:
                 pass
         server = self.serve(RawServer(script))
-        started = time.monotonic()
-        record = self.crawl_one(server.url(), max_tries=2, timeout=0.3)
-        self.assert_record(record, None, "timeout", 2, "timed out after 0.3 s")
+        started = time.monotonic()  # the real clock: the bytes keep coming in real time
+        record = self.crawl_one(server.url(), max_tries=2, timeout=0.2)
+        self.assert_record(record, None, "timeout", 2, "timed out after 0.2 s")
         self.assertLess(time.monotonic() - started, 3.0)
         self.assert_no_leaks()
 
