@@ -1841,9 +1841,6 @@ class RuntimeTaskCancelTest(RuntimeTestCase):
         self.assertEqual(self.run_briefly(task), 1)
         self.assertEqual(caught, ["first"])
 
-
-class RuntimeCancelRegressionTest(LoopTestCase):
-
     def test_a_deadline_swallowed_once_still_times_out_next_time(self):
         def coroutine():
             try:
@@ -1875,24 +1872,6 @@ class RuntimeCancelRegressionTest(LoopTestCase):
                 return task.cancelling()
 
         self.assertEqual(self.run_co(coroutine()), 1)
-
-    def test_run_lets_the_main_task_clean_up_after_ctrl_c(self):
-        cleaned = []
-
-        def interrupt():
-            raise KeyboardInterrupt
-
-        def main():
-            crawl.get_event_loop().call_soon(interrupt)
-            try:
-                yield from crawl.sleep(10)
-            finally:
-                yield from crawl.sleep(0)  # a clean-up that itself waits
-                cleaned.append(True)
-
-        with self.assertRaises(KeyboardInterrupt):
-            crawl.run(main())
-        self.assertEqual(cleaned, [True])
 
 
 class RuntimeAsyncDefTest(RuntimeTestCase):
@@ -2313,6 +2292,24 @@ class RuntimeEventLoopTest(RuntimeTestCase):
         with self.assertRaisesRegex(ValueError, "run failed"):
             crawl.run(failing())
         self.assertEqual(open_fds(), before)
+
+    def test_run_lets_the_main_task_clean_up_after_ctrl_c(self):
+        cleaned = []
+
+        def interrupt():
+            raise KeyboardInterrupt
+
+        def main():
+            crawl.get_event_loop().call_soon(interrupt)
+            try:
+                yield from crawl.sleep(10)
+            finally:
+                yield from crawl.sleep(0)  # a clean-up that itself waits
+                cleaned.append(True)
+
+        with self.assertRaises(KeyboardInterrupt):
+            crawl.run(main())
+        self.assertEqual(cleaned, [True])
 
 
 # ---------------------------------------------------------------------------
@@ -3447,9 +3444,6 @@ class URLNormalizeTest(unittest.TestCase):
             with self.subTest(root=bad):
                 with self.assertRaises(ValueError):
                     crawl.parse_root(bad)
-
-
-class NormalizeRegressionTest(unittest.TestCase):
 
     def test_escaped_dots_are_dot_segments(self):  # RFC 3986 §6.2.2.3
         n = crawl.normalize_url
@@ -5144,6 +5138,14 @@ class URLExtractLinksTest(unittest.TestCase):
         self.assertEqual(c(b"<meta charset=bogus-charset>", None), "utf-8")
         self.assertEqual(c(b" " * 2000 + b"<meta charset=koi8-r>", None), "utf-8")  # only the first 1024 bytes
 
+    def test_codecs_that_are_not_text_encodings(self):
+        for name in ("base64", "idna", "punycode", "rot13", "zlib"):
+            with self.subTest(name=name):
+                self.assertEqual(crawl.html_charset(b"<p>x</p>", name), "utf-8")
+                self.assertEqual(crawl.html_charset(f'<meta charset="{name}">'.encode(), None),
+                                 "utf-8")
+        self.assertEqual(crawl.html_charset(b"<p>x</p>", "utf\x008"), "utf-8")
+
     def test_decoded_links_with_each_charset(self):
         url = "http://127.0.0.1:8000/"
         cases = [
@@ -5162,17 +5164,6 @@ class URLExtractLinksTest(unittest.TestCase):
         cyrillic = "<meta charset='koi8-r'><a href='/\u0434'>x</a>".encode("koi8-r")
         text = cyrillic.decode(crawl.html_charset(cyrillic, None), "replace")
         self.assertEqual(crawl.extract_links(text, url)[0], ["http://127.0.0.1:8000/%D0%B4"])
-
-
-class CharsetRegressionTest(unittest.TestCase):
-
-    def test_codecs_that_are_not_text_encodings(self):
-        for name in ("base64", "idna", "punycode", "rot13", "zlib"):
-            with self.subTest(name=name):
-                self.assertEqual(crawl.html_charset(b"<p>x</p>", name), "utf-8")
-                self.assertEqual(crawl.html_charset(f'<meta charset="{name}">'.encode(), None),
-                                 "utf-8")
-        self.assertEqual(crawl.html_charset(b"<p>x</p>", "utf\x008"), "utf-8")
 
 
 # ---------------------------------------------------------------------------
@@ -5271,9 +5262,6 @@ class RobotsRulesTest(unittest.TestCase):
         blocked = crawl.RobotsRules.disallow_all("robots.txt unreachable")
         self.assertFalse(blocked.can_fetch("/x"))
         self.assertEqual(blocked.reason, "robots.txt unreachable")
-
-
-class RobotsRegressionTest(unittest.TestCase):
 
     def test_other_records_do_not_end_a_group(self):  # RFC 9309 §2.1
         text = ("User-agent: crawl.py\nSitemap: http://h.test/sitemap.xml\n"
@@ -5455,6 +5443,23 @@ class CrawlerRobotsTest(CrawlerTestCase):
         _, records = self.crawl_site(site.url(), max_tasks=4, run_timeout=10)
         self.assertEqual(len(records), 5)
         self.assertLess(time.monotonic() - started, 5)
+
+    def test_max_pages_holds_while_robots_txt_is_fetched(self):
+        other = self.site({f"/p{i}": html_page() for i in range(6)})
+        site = self.site({"/": html_page(*[other.url(f"/p{i}") for i in range(6)])})
+        records = crawl.crawl([site.url()], max_pages=2, max_tasks=10)
+        fetched = [r for r in records if r.tries]
+        self.assertEqual(len(fetched), 2)
+        self.assertEqual(len(site.targets()) + len(other.targets()) - 2, 2)  # minus two robots.txt
+        self.assertEqual(len([r for r in records if r.error_kind == "max_pages"]), 5)
+
+    def test_robots_txt_unreachable_says_how_many_tries(self):
+        url = f"http://127.0.0.1:{refused_port(self)}/"
+        records = crawl.crawl([url], max_tries=3, backoff=0.01)
+        self.assertEqual(len(records), 1)
+        self.assertEqual(records[0].error_kind, "connect")
+        self.assertTrue(records[0].error.startswith("robots.txt unreachable after 3 tries: "),
+                        records[0].error)
 
 
 # ---------------------------------------------------------------------------
@@ -6225,55 +6230,6 @@ class CrawlerBodyTest(CrawlerTestCase):
         self.assertIn(site.url("/tail"), records)
 
 
-class CrawlerRegressionTest(LoopTestCase):
-
-    def test_max_pages_holds_while_robots_txt_is_fetched(self):
-        other = SiteServer({f"/p{i}": html_page() for i in range(6)})
-        self.addCleanup(other.close)
-        site = SiteServer({"/": html_page(*[other.url(f"/p{i}") for i in range(6)])})
-        self.addCleanup(site.close)
-        records = crawl.crawl([site.url()], max_pages=2, max_tasks=10)
-        fetched = [r for r in records if r.tries]
-        self.assertEqual(len(fetched), 2)
-        self.assertEqual(len(site.targets()) + len(other.targets()) - 2, 2)  # minus two robots.txt
-        self.assertEqual(len([r for r in records if r.error_kind == "max_pages"]), 5)
-
-    def test_out_of_descriptors_with_nothing_in_flight_is_an_error(self):
-        class NoDescriptorsClient(crawl.Client):
-            def fetch(self, url, method="GET", headers=None):
-                raise OSError(errno.EMFILE, "Too many open files")
-                yield
-
-        crawler = crawl.Crawler(["http://h.test/"], robots=False, client=NoDescriptorsClient())
-        records = self.run_co(crawler.crawl())
-        record = records["http://h.test/"]
-        self.assertEqual((record.error_kind, record.tries), ("network", 0))
-        self.assertIn("Too many open files", record.error)
-
-    def test_a_second_cancel_during_shutdown_loses_no_record(self):
-        site = SiteServer({"/": html_page(*[f"/p{i}" for i in range(30)])})
-        self.addCleanup(site.close)
-        for i in range(30):
-            site.routes[f"/p{i}"] = lambda handler: time.sleep(0.2) or html_page()
-        crawler = crawl.Crawler([site.url()], robots=False, max_tasks=3)
-        task = self.loop.create_task(crawler.crawl())
-
-        def cancel_twice():
-            task.cancel()
-            self.loop.call_soon(task.cancel)
-
-        def wait_and_cancel():
-            while len(site.targets()) < 3:
-                yield from crawl.sleep(0.01)
-            cancel_twice()
-            yield from crawl._wait_done(task)
-
-        self.run_co(wait_and_cancel())
-        self.assertTrue(task.cancelled())
-        self.assertEqual(len(crawler.records), 31)
-        self.assertEqual(set(crawler.records), set(crawler.seen))
-
-
 class FaultInjectionTest(FaultCase):
     """Every fault ends in one record with the right error kind and tries
     (network trouble and timeouts retried max_tries times; TLS, DNS and
@@ -6443,6 +6399,18 @@ class FaultInjectionTest(FaultCase):
         self.assert_record(record, status=200, error_kind="decoding", tries=1)
         self.assert_no_leaks()
 
+    def test_out_of_descriptors_with_nothing_in_flight_is_an_error(self):
+        class NoDescriptorsClient(crawl.Client):
+            def fetch(self, url, method="GET", headers=None):
+                raise OSError(errno.EMFILE, "Too many open files")
+                yield
+
+        crawler = crawl.Crawler(["http://h.test/"], robots=False, client=NoDescriptorsClient())
+        records = self.run_co(crawler.crawl())
+        record = records["http://h.test/"]
+        self.assertEqual((record.error_kind, record.tries), ("network", 0))
+        self.assertIn("Too many open files", record.error)
+
 
 class FaultServerDiesTest(FaultCase):
 
@@ -6577,6 +6545,29 @@ class FaultNothingLostTest(FaultCase):
         self.assertEqual(server.connections, len(server.targets))
         self.assertEqual(crawler.stats()["queued"], 0)
         self.assert_no_leaks()
+
+    def test_a_second_cancel_during_shutdown_loses_no_record(self):
+        site = self.site({"/": html_page(*[f"/p{i}" for i in range(30)])})
+        for i in range(30):
+            site.routes[f"/p{i}"] = lambda handler: time.sleep(0.2) or html_page()
+        crawler = crawl.Crawler([site.url()], robots=False, max_tasks=3)
+        task = self.loop.create_task(crawler.crawl())
+
+        def cancel_twice():
+            task.cancel()
+            self.loop.call_soon(task.cancel)
+
+        def wait_and_cancel():
+            while len(site.targets()) < 3:
+                yield from crawl.sleep(0.01)
+            cancel_twice()
+            yield from crawl._wait_done(task)
+
+        self.run_co(wait_and_cancel())
+        self.assertTrue(task.cancelled())
+        self.assertEqual(len(crawler.records), 31)
+        self.assertEqual(set(crawler.records), set(crawler.seen))
+        self.assert_no_leaks()  # and the slow handlers have finished
 
 
 class SafetyTest(FaultCase):
@@ -7038,14 +7029,6 @@ class CLIUserFeedbackTest(ServerTestCase):
         self.assertIn(f"INFO robots.txt for {site.origin}: 0 rules", stderr.getvalue())
         self.assertEqual((crawl.logger.level, crawl.logger.propagate, crawl.logger.handlers),
                          before)
-
-    def test_robots_txt_unreachable_says_how_many_tries(self):
-        url = f"http://127.0.0.1:{refused_port(self)}/"
-        records = crawl.crawl([url], max_tries=3, backoff=0.01)
-        self.assertEqual(len(records), 1)
-        self.assertEqual(records[0].error_kind, "connect")
-        self.assertTrue(records[0].error.startswith("robots.txt unreachable after 3 tries: "),
-                        records[0].error)
 
     def test_an_on_record_callback_that_raises_is_not_the_urls_fault(self):
         site = self.site({"/": html_page("/a"), "/a": html_page()})
