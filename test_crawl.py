@@ -491,6 +491,12 @@ class RawServer:
     def url(self, target="/"):
         return self.origin + target
 
+    def settle(self):
+        """Wait until the connection threads have finished (and closed their
+        sockets)."""
+        for thread in list(self.threads):
+            thread.join(5)
+
     def close(self):
         self.closing = True
         try:
@@ -665,13 +671,6 @@ class RuntimeTestCase(LoopTestCase):
         self.addCleanup(a.close)
         self.addCleanup(b.close)
         return a, b
-
-    @staticmethod
-    def settle(server):
-        """Wait until a RawServer's connection threads have finished (and
-        closed their sockets)."""
-        for thread in list(server.threads):
-            thread.join(5)
 
 
 def html_bytes(link):
@@ -2378,8 +2377,7 @@ class RuntimeSocketTest(RuntimeTestCase):
                 conn.sock.sendall(tail)
             conn.close()
 
-        server = RawServer(script)
-        self.addCleanup(server.close)
+        server = self.scripted(script)
         ticks = []
 
         def ticker():
@@ -2608,8 +2606,7 @@ class RuntimeSocketTest(RuntimeTestCase):
         def silent(conn):  # never answers the ClientHello
             conn.read_request(timeout=5)
 
-        server = RawServer(silent)
-        self.addCleanup(server.close)
+        server = self.scripted(silent)
         context = client_tls_context()
         before = open_fds()
         task = self.loop.create_task(crawl.open_connection("127.0.0.1", server.port, ssl_context=context))
@@ -2617,14 +2614,14 @@ class RuntimeSocketTest(RuntimeTestCase):
         with self.assert_no_socket_left_for_gc(), self.assertRaises(crawl.CancelledError):
             self.run_briefly(task)
         del task
-        self.settle(server)
+        server.settle()
         self.assertEqual(open_fds(), before)
         self.assertEqual(self.loop.pending_work(), (0, 0, 0))
 
         with self.assert_no_socket_left_for_gc(), self.assertRaises(TimeoutError):
             self.run_briefly(crawl.wait_for(
                 crawl.open_connection("127.0.0.1", server.port, ssl_context=context), 0.05))
-        self.settle(server)
+        server.settle()
         self.assertEqual(open_fds(), before)
         self.loop.run_until_complete(crawl.sleep(0))
         self.assertEqual(self.loop.pending_work(), (0, 0, 0))
@@ -2673,8 +2670,7 @@ class RuntimeTLSTest(RuntimeTestCase):
             conn.sock.sendall(line.upper())
             conn.sock.sendall(big)
 
-        server = RawServer(echo_upper, tls=True)
-        self.addCleanup(server.close)
+        server = self.scripted(echo_upper, tls=True)
         names = []
         server.tls_context.sni_callback = lambda sslobj, name, context: names.append(name)
 
@@ -2696,7 +2692,7 @@ class RuntimeTLSTest(RuntimeTestCase):
                 with self.assert_no_socket_left_for_gc():
                     result = self.run_co(client(host))
                 self.assertEqual(result, (True, b"HELLO TLS\n", True, b"", 10, 10 + len(big)))
-                self.settle(server)
+                server.settle()
                 self.assertEqual(open_fds(), before)
         # SNI is sent for host names (never for IP literals).
         self.assertEqual(names, [None, "localhost"])
@@ -2712,8 +2708,7 @@ class RuntimeTLSTest(RuntimeTestCase):
             conn.sock.sendall(b"world!")
             conn.sock.recv(10)  # keep the connection open until the client's "bye"
 
-        server = RawServer(script, tls=True)
-        self.addCleanup(server.close)
+        server = self.scripted(script, tls=True)
 
         def client():
             stream = yield from crawl.open_connection("127.0.0.1", server.port,
@@ -2736,26 +2731,24 @@ class RuntimeTLSTest(RuntimeTestCase):
         self.assertEqual(self.run_co(client()), (b"hel", b"lo", b"wor", b"ld!"))
 
     def test_tls_verification_fails_with_the_default_context(self):
-        server = RawServer(lambda conn: None, tls=True)
-        self.addCleanup(server.close)
+        server = self.scripted(lambda conn: None, tls=True)
         context = ssl.create_default_context()  # does not trust the test certificate
         before = open_fds()
         with self.assert_no_socket_left_for_gc(), self.assertRaises(ssl.SSLCertVerificationError):
             self.run_briefly(crawl.open_connection("127.0.0.1", server.port, ssl_context=context))
-        self.settle(server)
+        server.settle()
         self.assertEqual(open_fds(), before)
         self.loop.run_until_complete(crawl.sleep(0))
         self.assertEqual(self.loop.pending_work(), (0, 0, 0))
 
     def test_tls_verification_fails_for_the_wrong_host_name(self):
-        server = RawServer(lambda conn: None, tls=True)
-        self.addCleanup(server.close)
+        server = self.scripted(lambda conn: None, tls=True)
         before = open_fds()
         with self.assert_no_socket_left_for_gc(), self.assertRaises(ssl.SSLCertVerificationError):
             self.run_briefly(crawl.open_connection("127.0.0.1", server.port,
                                                    ssl_context=client_tls_context(),
                                                    server_hostname="wrong.example"))
-        self.settle(server)
+        server.settle()
         self.assertEqual(open_fds(), before)
 
 
