@@ -203,6 +203,24 @@ def read_jsonl(path):
     return [json.loads(line) for line in text[:-1].split("\n")]
 
 
+def run_main(argv):
+    """crawl.main(argv) in this process, with stdout and stderr captured and
+    the root logger restored after: (exit status, stdout, stderr)."""
+    stdout, stderr = io.StringIO(), io.StringIO()
+    root_logger = logging.getLogger()
+    saved = root_logger.handlers[:], root_logger.level
+    try:
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            try:
+                status = crawl.main(argv)
+            except SystemExit as exit:
+                status = exit.code
+    finally:
+        root_logger.handlers[:] = saved[0]
+        root_logger.setLevel(saved[1])
+    return status, stdout.getvalue(), stderr.getvalue()
+
+
 def has_ipv6_loopback():
     try:
         with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
@@ -7149,22 +7167,6 @@ class BadInputTest(unittest.TestCase):
         self.addCleanup(self.site.close)
         self.root = self.site.url("/")
 
-    def run_main(self, argv):
-        """crawl.main(argv) in this process: (exit status, stdout, stderr)."""
-        stdout, stderr = io.StringIO(), io.StringIO()
-        root_logger = logging.getLogger()
-        saved = root_logger.handlers[:], root_logger.level
-        try:
-            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-                try:
-                    status = crawl.main(argv)
-                except SystemExit as exit:
-                    status = exit.code
-        finally:
-            root_logger.handlers[:] = saved[0]
-            root_logger.setLevel(saved[1])
-        return status, stdout.getvalue(), stderr.getvalue()
-
     def assert_usage_error(self, status, stderr, *fragments):
         self.assertEqual(status, 2, stderr)
         self.assertNotIn("Traceback", stderr)
@@ -7181,7 +7183,7 @@ class BadInputTest(unittest.TestCase):
         self.assertEqual(self.site.requests, [], "nothing fetched")
 
     def check(self, argv, *fragments):
-        status, stdout, stderr = self.run_main(argv)
+        status, stdout, stderr = run_main(argv)
         self.assert_usage_error(status, stderr, *fragments)
         self.assertEqual(stdout, "")
 
@@ -7212,7 +7214,7 @@ class BadInputTest(unittest.TestCase):
 
     def test_max_redirect_zero_is_accepted_and_follows_no_redirect(self):
         self.site.routes["/"] = redirect("/a")
-        status, stdout, stderr = self.run_main(["-q", "--no-robots", "--max-redirect", "0",
+        status, stdout, stderr = run_main(["-q", "--no-robots", "--max-redirect", "0",
                                                 "-o", os.devnull, self.root])
         self.assertNotIn("error:", stderr)
         self.assertEqual(self.site.targets(), ["/"], "the redirect is not followed")
@@ -7253,7 +7255,7 @@ class BadInputTest(unittest.TestCase):
             output = os.path.join(directory, "out.jsonl")
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                status, stdout, stderr = self.run_main(
+                status, stdout, stderr = run_main(
                     ["--user-agent", "bot\r\nX-Injected: 1", "-o", output, self.root])
                 gc.collect()
             self.assert_usage_error(status, stderr, "user agent")
