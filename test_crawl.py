@@ -92,6 +92,12 @@ atexit.register(shutil.rmtree, _CERT_DIR, True)  # removed when the test run end
 # ---------------------------------------------------------------------------
 # Test helpers: certificates, embedded servers, loops, runners
 # ---------------------------------------------------------------------------
+#
+# Shared by every section: open_fds() and wait_for_fds() (file descriptors),
+# refused_port(), wait_until(), run_cli() and run_main() (the command line in
+# a subprocess or in this process), read_jsonl(); SiteServer and RawServer,
+# made and closed through ServerTestCase.site/raw/scripted; LoopTestCase; and
+# CrawlerTestCase.crawl_site() (crawl_one()) with assert_record().
 
 
 def server_tls_context():
