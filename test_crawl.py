@@ -3609,21 +3609,22 @@ def _http_feed(messages, method="GET", max_body_size=crawl.DEFAULT_MAX_BODY_SIZE
     return outcomes
 
 
-# Above this size a message is not split at every point, nor fed one byte at
-# a time all through: reading a 64 KiB field section one byte per read costs
-# crawl.Stream.readuntil() tens of seconds (it searches the whole buffer
-# again after each byte).
+# Above this size a message is split at a sample of points, not at every
+# one (a parse of a 64 KiB head costs milliseconds). Nor is a long head fed
+# one byte at a time all through: crawl.Stream.readuntil() searches the
+# whole buffer again after each read, so a 64 KiB field section read one
+# byte per read costs it tens of seconds.
 _HTTP_EVERY_POINT = 2048
 
 
 def _http_split_points(data):
     """Every split point of a small message; for a large one, those in its
-    first and last 16 bytes, around the end of its head, and 16 more spread
+    first and last 8 bytes, around the end of its head, and 8 more spread
     evenly."""
     n = len(data)
     if n <= _HTTP_EVERY_POINT:
         return range(1, n)
-    points = set(range(1, 17)) | set(range(n - 16, n)) | set(range(n // 17, n, n // 17))
+    points = set(range(1, 9)) | set(range(n - 8, n)) | set(range(n // 9, n, n // 9))
     for blank in (b"\r\n\r\n", b"\n\n"):
         end = data.find(blank)
         if end >= 0:
@@ -3632,12 +3633,14 @@ def _http_split_points(data):
 
 
 def _http_byte_pieces(data):
-    """data one byte per piece; a large message one byte per piece for its
-    first and last 2 KiB, 8 KiB pieces between."""
+    """data one byte per piece; a message with a head over 1 KiB, or over
+    4 KiB in all, one byte per piece for its first and last 1 KiB, 8 KiB
+    pieces between."""
     n = len(data)
-    if n <= 2 * _HTTP_EVERY_POINT:
+    head_end = min((i for i in (data.find(b"\r\n\r\n"), data.find(b"\n\n")) if i >= 0), default=n)
+    if n <= 4096 and head_end <= 1024:
         return [data[i:i + 1] for i in range(n)]
-    head, tail = _HTTP_EVERY_POINT, n - _HTTP_EVERY_POINT
+    head, tail = min(1024, n), max(n - 1024, 1024)
     return ([data[i:i + 1] for i in range(head)] + [data[i:min(i + 8192, tail)] for i in range(head, tail, 8192)]
             + [data[i:i + 1] for i in range(tail, n)])
 
@@ -4820,16 +4823,19 @@ class HTTPResponseFactsTest(HTTPLayerTestCase):
             for name, (ct, content_type, charset) in cases.items()])
 
     def test_wire_bytes_and_response_fields(self):
-        # (url and truncated are checked for every response by the table.)
+        # (url and truncated are checked for every response by the table;
+        # all but the last could share one connection.)
         _http_check_table(self, [
             _http_case("Content-Length", http_response("exact", headers=[("X-A", "1")]), eof=False,
-                       wire_bytes="all"),
+                       wire_bytes="all", reusable=True),
             _http_case("chunked", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-                       + _http_chunked(b"abcdefghij" * 10, 9, b"X-T: 1\r\n"), eof=False, wire_bytes="all"),
+                       + _http_chunked(b"abcdefghij" * 10, 9, b"X-T: 1\r\n"), eof=False, wire_bytes="all",
+                       reusable=True),
             _http_case("gzip", http_response(gzip.compress(b"z" * 5000), headers=[("Content-Encoding", "gzip")]),
-                       eof=False, wire_bytes="all"),
-            _http_case("204", b"HTTP/1.1 204 No Content\r\n\r\n", eof=False, wire_bytes="all"),
-            _http_case("until close", b"HTTP/1.0 200 OK\r\n\r\nuntil close", eof=True, wire_bytes="all"),
+                       eof=False, wire_bytes="all", reusable=True),
+            _http_case("204", b"HTTP/1.1 204 No Content\r\n\r\n", eof=False, wire_bytes="all", reusable=True),
+            _http_case("until close", b"HTTP/1.0 200 OK\r\n\r\nuntil close", eof=True, wire_bytes="all",
+                       reusable=False),
         ])
 
     def test_elapsed(self):
