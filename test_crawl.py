@@ -4391,7 +4391,7 @@ class HTTPPersistentConnectionTest(HTTPLayerTestCase):
         self.assertEqual(client.connections_opened, 6)
         self.assertEqual(len(client.pool), 3)
 
-    def test_c10_keep_alive_promised_then_fin(self):
+    def test_keep_alive_promised_then_fin(self):
         root = _http_html("/a").replace(b"</body>", b'<a href="/b">b</a></body>')
         table = {"/": http_response(root, headers=[("Connection", "keep-alive")]),
                  "/a": http_response("page a", headers=[("Connection", "keep-alive")]),
@@ -4404,7 +4404,7 @@ class HTTPPersistentConnectionTest(HTTPLayerTestCase):
         self.assertEqual(server.targets, ["/", "/a", "/b"])
         self.assertEqual(server.connections, 3)
 
-    def test_c10_keep_alive_promised_then_rst(self):
+    def test_keep_alive_promised_then_rst(self):
         def reset_after(body):
             def answer(conn, request):
                 conn.send(http_response(body, headers=[("Connection", "keep-alive")]))
