@@ -3611,9 +3611,9 @@ def _http_feed(messages, method="GET", max_body_size=crawl.DEFAULT_MAX_BODY_SIZE
 
 # Above this size a message is split at a sample of points, not at every
 # one (a parse of a 64 KiB head costs milliseconds). Nor is a long head fed
-# one byte at a time all through: crawl.Stream.readuntil() searches the
-# whole buffer again after each read, so a 64 KiB field section read one
-# byte per read costs it tens of seconds.
+# one byte at a time all through (_http_byte_pieces): crawl.Stream.readuntil()
+# searches the whole buffer again after each read, so a 64 KiB field section
+# read one byte per read costs it tens of seconds.
 _HTTP_EVERY_POINT = 2048
 
 
@@ -3633,16 +3633,21 @@ def _http_split_points(data):
 
 
 def _http_byte_pieces(data):
-    """data one byte per piece; a message with a head over 1 KiB, or over
-    4 KiB in all, one byte per piece for its first and last 1 KiB, 8 KiB
-    pieces between."""
+    """data one byte per piece; for a large message, one byte per piece
+    for its first 512 bytes, the first 2 KiB after its head and its last
+    KiB (when past the head), 8 KiB pieces elsewhere."""
     n = len(data)
-    head_end = min((i for i in (data.find(b"\r\n\r\n"), data.find(b"\n\n")) if i >= 0), default=n)
-    if n <= 4096 and head_end <= 1024:
-        return [data[i:i + 1] for i in range(n)]
-    head, tail = min(1024, n), max(n - 1024, 1024)
-    return ([data[i:i + 1] for i in range(head)] + [data[i:min(i + 8192, tail)] for i in range(head, tail, 8192)]
-            + [data[i:i + 1] for i in range(tail, n)])
+    ends = [i + len(blank) for blank in (b"\r\n\r\n", b"\n\n") for i in (data.find(blank),) if i >= 0]
+    body = min(ends, default=n)
+    runs = sorted((a, b) for a, b in ((0, min(512, n)), (body, min(body + 2048, n)), (max(n - 1024, body), n))
+                  if a < b)
+    pieces, done = [], 0
+    for start, end in runs:
+        start = max(start, done)
+        pieces += [data[i:min(i + 8192, start)] for i in range(done, start, 8192)]
+        pieces += [data[i:i + 1] for i in range(start, end)]
+        done = max(done, end)
+    return pieces + [data[i:i + 8192] for i in range(done, n, 8192)]
 
 
 def _http_feedings(messages):
