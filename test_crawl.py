@@ -187,11 +187,26 @@ def wait_until(condition, timeout=10.0, what="the condition"):
 
 CRAWL_PY = os.path.join(HERE, "crawl.py")
 
+# The command line in a subprocess imports crawl instead of running the file
+# as a script, so that Python compiles it once per test run (into a cache
+# folder of the run's own) instead of once per subprocess: 40 ms each.
+# test_a_closed_stdout_pipe_is_not_a_traceback runs the file itself.
+_PYCACHE = tempfile.mkdtemp(prefix="crawl-test-pycache-")
+atexit.register(shutil.rmtree, _PYCACHE, True)
+CLI_ENV = dict(os.environ, PYTHONPYCACHEPREFIX=_PYCACHE, PYTHONPATH=HERE)
+CLI_ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+def crawl_command(*args):
+    """The argv that runs crawl.py's command line with args (env=CLI_ENV)."""
+    return [sys.executable, "-c", "import sys, crawl; sys.exit(crawl.main())"] + list(args)
+
 
 def run_cli(*args, timeout=60, **options):
     """Run crawl.py's command line with args in a subprocess; returns the
     CompletedProcess (stdout and stderr as text)."""
-    return subprocess.run([sys.executable, CRAWL_PY] + list(args), stdout=subprocess.PIPE,
+    options.setdefault("env", CLI_ENV)
+    return subprocess.run(crawl_command(*args), stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout,
                           **options)
 
@@ -7572,9 +7587,9 @@ class CLITest(ServerTestCase):
             routes[f"/p{i}"] = slow_route(0.5, html_page())
         site = self.site(routes)
         path = self.output_file()
-        process = subprocess.Popen([sys.executable, CRAWL_PY, "--max-tasks", "2",
-                                    "-o", path, site.url()], stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, universal_newlines=True)
+        process = subprocess.Popen(crawl_command("--max-tasks", "2", "-o", path, site.url()),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   universal_newlines=True, env=CLI_ENV)
         self.addCleanup(lambda: process.poll() is None and process.kill())
         deadline = time.monotonic() + 15
         while len([t for t in site.targets() if t.startswith("/p")]) < 3:
@@ -7755,9 +7770,8 @@ class FaultSubprocessTest(ServerTestCase):
 
     def _start_blocked_crawl(self, site):
         process = subprocess.Popen(
-            [sys.executable, CRAWL_PY, "--no-robots", "--max-tasks", "1", "-o", self.output,
-             site.url("/")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            universal_newlines=True)
+            crawl_command("--no-robots", "--max-tasks", "1", "-o", self.output, site.url("/")),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=CLI_ENV)
         self.addCleanup(lambda: process.poll() is None and process.kill())
         wait_until(lambda: "/p10" in site.targets(), what="the request for /p10")
         return process
@@ -7797,8 +7811,8 @@ class FaultSubprocessTest(ServerTestCase):
             pages[f"/p{i}"] = html_page("/", extra="x" * 2000)
         site = self.site(pages)
         process = subprocess.Popen(
-            [sys.executable, CRAWL_PY, "-q", "--no-robots", "--max-tasks", "20", "-o", self.output,
-             site.url("/")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            crawl_command("-q", "--no-robots", "--max-tasks", "20", "-o", self.output, site.url("/")),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=CLI_ENV)
         self.addCleanup(lambda: process.poll() is None and process.kill())
         wait_until(lambda: len(site.targets()) > 50, what="50 requests")
         process.kill()
