@@ -7330,7 +7330,7 @@ class SafetyTest(FaultCase):
                                                                 content_type="text/plain")}
         site = self.site(pages)
         with tempfile.TemporaryDirectory() as directory:
-            env = dict(os.environ, TMPDIR=directory, TMP=directory, TEMP=directory)
+            env = dict(CLI_ENV, TMPDIR=directory, TMP=directory, TEMP=directory)
             result = run_cli("-v", "--max-size", "1000", "-o", "out.jsonl", site.url("/"),
                                     cwd=directory, env=env, timeout=30)
             self.assertEqual(result.returncode, 1, result.stderr)  # /gone and /big failed
