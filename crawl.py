@@ -9,7 +9,9 @@ bottom like blocking code. Standard library only; no asyncio.
 
 Run it:     python3 crawl.py xkcd.com          (python3 crawl.py --help)
 Test it:    python3 -m unittest -v test_crawl
-Vendor it:  copy this file into your project and import what __all__ lists.
+Vendor it:  copy this file into your project and import what __all__ lists
+            (other names without an underscore are shared between sections,
+            not promised to vendoring users).
 
 A first reading (about an hour) follows one URL from the command line to a
 socket and back through these, in the order they appear in the file:
@@ -25,13 +27,14 @@ socket and back through these, in the order they appear in the file:
    9. normalize_url           one spelling per resource, for the seen set
   10. read_response           status line, fields, body framing (RFC 9112)
   11. Client.fetch            pool, connect, write the request, read the response
-  12. LinkParser, extract_links       the links of a page, with html.parser
+  12. LinkParser, extract_links       what a link is (html.parser); the page's URLs
   13. Crawler._discover       the seen set: each URL is queued once
   14. Crawler.crawl, _work, _process    workers take URLs, fetch, record, queue links
   15. main, _run_crawl        the command line: options, loop, signals, report
 
-Then read the sections in order; code that a first reading may skip says so
-in one line where it starts. The sections:
+Then read the sections in order. A line "Skip on first reading: ..." above a
+definition marks hardening that the lesson does not need (it covers that one
+definition). The sections:
 
    -. Vocabularies            the options, error kinds and record fields
    1. Futures and tasks       a value that arrives later; a coroutine driven by futures
@@ -94,12 +97,13 @@ logger = logging.getLogger("crawl")
 # Vocabularies: options, error kinds, record fields
 # ---------------------------------------------------------------------------
 #
-# Skip on first reading. Three tables that the rest of the file reads: the
-# options (the command-line parser, the Client's and the Crawler's keyword
-# defaults and README.md's options table all come from OPTIONS), the error
-# kinds a record can carry (ERROR_KINDS: is it a failure, is it retried) and
-# the fields of a record (RECORD_FIELDS). A new option, kind or field is one
-# entry here (plus its README row, which a test compares with the entry).
+# A first reading may skip this section. It holds three tables that the rest
+# of the file reads: the options (the command-line parser, the Client's and
+# the Crawler's keyword defaults and checks, and README.md's options tables
+# all come from OPTIONS), the error kinds a record can carry (ERROR_KINDS: is
+# it a failure, is it retried) and the fields of a record (RECORD_FIELDS). A
+# new option, kind or field is one entry here, plus its README row, which a
+# test compares with the entry.
 
 DEFAULT_USER_AGENT = f"crawl.py/{__version__} (+python)"
 DEFAULT_MAX_BODY_SIZE = 10 * 1024 * 1024  # bytes: 10 MiB
@@ -111,9 +115,9 @@ class Option:
     ``takes`` the component that uses it ("client", "crawler" or "cli");
     ``parse`` turns command-line text into a value (raising
     argparse.ArgumentTypeError) or is one of the markers SWITCH (a flag
-    with no value that turns the default around), REPEAT (a value that may
-    be given several times) and COUNT (-v, -vv); ``shown`` is how help and
-    README write the default."""
+    with no value that turns the default around), REGEXES (regular
+    expressions, the flag repeated for each) and COUNT (-v, -vv); ``shown``
+    is how help and README write the default."""
 
     __slots__ = ("keyword", "flag", "default", "takes", "parse", "metavar", "help", "shown")
 
@@ -127,34 +131,50 @@ class Option:
         return f"<Option {self.flag or self.keyword}>"
 
 
-SWITCH, REPEAT, COUNT = "switch", "repeat", "count"
+SWITCH, REGEXES, COUNT = "switch", "regexes", "count"
 
 
 def whole_number(minimum):
-    """A parse function for counts of at least minimum."""
+    """A parse function for counts of at least minimum. Its check() is the
+    same rule for a value given as a keyword (ValueError)."""
+    def check(value):
+        if value < minimum:
+            raise ValueError(f"must be at least {minimum}, got {value}")
+        return value
+
     def parse(text):
         try:
             value = int(text)
         except ValueError:
             raise _argument_error(f"expected a whole number, got {text!r}")
-        if value < minimum:
-            raise _argument_error(f"must be at least {minimum}, got {value}")
-        return value
+        try:
+            return check(value)
+        except ValueError as error:
+            raise _argument_error(str(error))
+    parse.check = check
     return parse
 
 
 def seconds(allow_zero):
     """A parse function for a finite number of seconds (more than 0 unless
-    allow_zero)."""
+    allow_zero); check() as for whole_number()."""
+    def check(value):
+        if value < 0 or (value == 0 and not allow_zero) or value != value or value == float("inf"):
+            least = "0 or more" if allow_zero else "more than 0"
+            raise ValueError(f"must be {least} seconds, got {value}")
+        return value
+
     def parse(text):
         try:
             value = float(text)
         except ValueError:
             raise _argument_error(f"expected a number of seconds, got {text!r}")
-        if value < 0 or (value == 0 and not allow_zero) or value != value or value == float("inf"):
+        try:
+            return check(value)
+        except ValueError:
             least = "0 or more" if allow_zero else "more than 0"
             raise _argument_error(f"must be {least} seconds, got {text}")
-        return value
+    parse.check = check
     return parse
 
 
@@ -192,7 +212,7 @@ OPTIONS = (
     # Scope.
     Option("lenient", "--lenient", False, "crawler", SWITCH, None,
            "also crawl subdomains of the roots' hosts", shown="off"),
-    Option("exclude", "--exclude", (), "crawler", REPEAT, "REGEX",
+    Option("exclude", "--exclude", (), "crawler", REGEXES, "REGEX",
            "skip URLs matching REGEX (repeatable)", shown="none"),
     Option("robots", "--no-robots", True, "crawler", SWITCH, None,
            "do not fetch or obey robots.txt", shown="off"),
@@ -205,7 +225,7 @@ OPTIONS = (
     Option("read_timeout", None, None, "client",
            help="longest wait (seconds) for the next byte; None: only timeout applies"),
     Option("max_size", "--max-size", DEFAULT_MAX_BODY_SIZE, "client", whole_number(1), "BYTES",
-           "largest body kept, after decompression", shown=f"{DEFAULT_MAX_BODY_SIZE} (10 MiB)"),
+           "largest body kept, after decompression", shown=f"{DEFAULT_MAX_BODY_SIZE} = 10 MiB"),
     Option("user_agent", "--user-agent", DEFAULT_USER_AGENT, "client", None, "STRING",
            "User-Agent field; its first word is the robots.txt product token",
            shown=f"`{DEFAULT_USER_AGENT}`"),
@@ -231,6 +251,9 @@ OPTIONS = (
 )
 
 
+_OPTIONS_BY_KEYWORD = {option.keyword: option for option in OPTIONS}
+
+
 def option_defaults(takes):
     """{keyword: default} of the options a component takes."""
     return {option.keyword: option.default for option in OPTIONS if option.takes == takes}
@@ -243,6 +266,12 @@ def take_options(takes, given, what):
     for keyword, value in given.items():
         if keyword not in settings:
             raise TypeError(f"{what} got an unexpected keyword argument {keyword!r}")
+        check = getattr(_OPTIONS_BY_KEYWORD[keyword].parse, "check", None)
+        if check is not None and value is not None:
+            try:
+                check(value)
+            except ValueError as error:
+                raise ValueError(f"{keyword} {error}") from None
         settings[keyword] = value
     return settings
 
@@ -524,19 +553,6 @@ class Task(Future):
             self._must_cancel = True
         return True
 
-    # Skip on first reading: cancellation bookkeeping (cancelling, uncancel).
-    def cancelling(self):
-        """How many cancel() requests are outstanding (as asyncio's): a
-        timeout that cancelled the task takes its own back with uncancel(),
-        so it can tell a deadline from a real cancellation."""
-        return self._cancel_requests
-
-    def uncancel(self):
-        """Withdraw one cancel() request; returns how many remain."""
-        if self._cancel_requests > 0:
-            self._cancel_requests -= 1
-        return self._cancel_requests
-
     def _step(self, error=None):
         if self.done():
             return
@@ -583,6 +599,19 @@ class Task(Future):
         # future.result() itself: a value returns, an exception raises there.
         self._waiting_on = None
         self._step()
+
+    # Skip on first reading: cancellation bookkeeping (cancelling, uncancel).
+    def cancelling(self):
+        """How many cancel() requests are outstanding (as asyncio's): a
+        timeout that cancelled the task takes its own back with uncancel(),
+        so it can tell a deadline from a real cancellation."""
+        return self._cancel_requests
+
+    def uncancel(self):
+        """Withdraw one cancel() request; returns how many remain."""
+        if self._cancel_requests > 0:
+            self._cancel_requests -= 1
+        return self._cancel_requests
 
     # Skip on first reading: logging an exception nobody retrieved.
     def __del__(self):
@@ -1808,25 +1837,6 @@ def _normalize_absolute(url):
     path = remove_dot_segments(normalize_component(path, PATH_SAFE)) or "/"
     query = normalize_component(query or "", QUERY_SAFE)
     return f"{scheme}://{authority}{path}?{query}" if query else f"{scheme}://{authority}{path}"
-
-
-_BASES = {}  # base URL -> (scheme, authority, path, query) of its normalized form
-
-
-def split_base(base):
-    parts = _BASES.get(base)
-    if parts is None:
-        normalized = normalize_url(base)
-        if normalized is None:
-            raise InvalidURL(f"base URL {base!r} is not an absolute http(s) URL")
-        scheme, _, rest = normalized.partition("://")
-        slash = rest.find("/")
-        path, _, query = rest[slash:].partition("?")
-        parts = (scheme, rest[:slash], path, query)
-        if len(_BASES) >= 10000:
-            _BASES.clear()
-        _BASES[base] = parts
-    return parts
 
 
 def _resolve_path(link, scheme, authority, base_path, base_query):
@@ -3111,8 +3121,6 @@ class Crawler:
         if not self.roots:
             raise ValueError("no root URL to crawl")
         max_tasks = settings["max_tasks"]
-        if max_tasks < 1 or settings["max_tries"] < 1 or settings["max_redirect"] < 0:
-            raise ValueError("max_tasks and max_tries must be at least 1, max_redirect at least 0")
         self.max_tasks = max_tasks
         self.max_redirect = settings["max_redirect"]
         self.max_tries = settings["max_tries"]
@@ -3281,11 +3289,13 @@ class Crawler:
                 return self._not_fetched(record, "max_pages",
                                          f"not fetched: --max-pages {self.max_pages} reached")
         self.fetches_started += 1
-        started = get_event_loop().time()
+        started = self._clock()
         try:
             yield from self._fetch_and_follow(item, record, state)
-        finally:  # also when following the links fails: the record says how long
-            record.elapsed = round(get_event_loop().time() - started, 6)
+        except Exception:  # following the links failed: the record still says how long
+            record.elapsed = round(self._clock() - started, 6)
+            raise
+        record.elapsed = round(self._clock() - started, 6)
         logger.debug("%s %s %s", record.status or "---", url, record.error or "")
         self._finish(record)
 
@@ -3344,7 +3354,6 @@ class Crawler:
                 logger.info("%s: status %d; retrying in %.1f s", url, response.status, delay)
             yield from sleep(delay)
 
-    # Skip on first reading: running out of file descriptors.
     def _fetch_once(self, url):
         self.fetching += 1  # a request on the wire (stats)
         try:
@@ -3352,6 +3361,7 @@ class Crawler:
         finally:
             self.fetching -= 1
 
+    # Skip on first reading: running out of file descriptors.
     def _wait_for_descriptors(self, error, waited):
         """Out of file descriptors (EMFILE): close the idle connections and
         return how long to wait for other fetches to give some back. Raise
@@ -3713,7 +3723,7 @@ def _argparse_settings(option):
         return {"action": "store_false" if option.default else "store_true"}
     if option.parse is COUNT:
         return {"action": "count", "default": option.default}
-    if option.parse is REPEAT:
+    if option.parse is REGEXES:
         return {"action": "append", "type": regular_expression, "default": [],
                 "metavar": option.metavar}
     return {"type": option.parse, "default": option.default, "metavar": option.metavar}
@@ -4050,6 +4060,28 @@ def _skip_raw_text(text, i, tag):
         if name and name.group(1).lower() == tag:
             return end
         i = end
+
+
+_BASES = {}  # base URL -> (scheme, authority, path, query) of its normalized form
+
+
+def split_base(base):
+    """(scheme, authority, path, query) of a base URL's normalized form,
+    which normalize_url() needs for every relative link: cached, since a
+    page's links share one base."""
+    parts = _BASES.get(base)
+    if parts is None:
+        normalized = normalize_url(base)
+        if normalized is None:
+            raise InvalidURL(f"base URL {base!r} is not an absolute http(s) URL")
+        scheme, _, rest = normalized.partition("://")
+        slash = rest.find("/")
+        path, _, query = rest[slash:].partition("?")
+        parts = (scheme, rest[:slash], path, query)
+        if len(_BASES) >= 10000:
+            _BASES.clear()
+        _BASES[base] = parts
+    return parts
 
 
 class LinkResolver:

@@ -647,7 +647,7 @@ class VirtualClockLoop(crawl.EventLoop):
     real clock) so that the loop waits for them before jumping.
     """
 
-    IO_GRACE = 0.25  # real seconds of silence before a watched socket is overtaken
+    IO_GRACE = 2.0  # real seconds of silence before a watched socket is overtaken
 
     def __init__(self, io_grace=None):
         super().__init__()
@@ -1422,7 +1422,7 @@ class VocabularyTest(unittest.TestCase):
                 continue
             with self.subTest(option=option.flag):
                 default = option.default
-                if option.parse is crawl.REPEAT:
+                if option.parse is crawl.REGEXES:
                     default = list(default)
                 self.assertEqual(getattr(args, option.keyword), default)
                 self.assertIn(" ".join(option.help.split()), help_text)
@@ -1452,9 +1452,14 @@ class VocabularyTest(unittest.TestCase):
                     self.assertEqual(getattr(crawler.client, option.keyword), option.default)
         self.assertEqual(client.accept, crawl.option_defaults("client")["accept"])
         self.assertEqual((client.pool.max_per_origin, client.pool.max_total), (10, 100))
-        # The crawler sizes the client's pool by its own concurrency.
+        # The crawler sizes the client's pool by its own concurrency
+        # (max_tasks 10: 10 per origin, at least 100 in all).
         self.assertEqual((crawler.client.pool.max_per_origin, crawler.client.pool.max_total),
                          (10, 100))
+        crawler = crawl.Crawler("example.test", max_tasks=3)
+        self.addCleanup(crawler.client.close)
+        self.assertEqual((crawler.client.pool.max_per_origin, crawler.client.pool.max_total),
+                         (3, 100))
 
     def test_client_options_given_to_the_crawler_reach_its_client(self):
         crawler = crawl.Crawler("example.test", timeout=5.0, read_timeout=2.0,
@@ -1569,6 +1574,17 @@ class StructureTest(unittest.TestCase):
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == dotted:
                 return node.lineno
         self.fail(f"{dotted} is not defined in crawl.py")
+
+    def test_no_first_reading_name_is_marked_to_skip(self):
+        doc = crawl.__doc__
+        block = doc[doc.index("A first reading"):doc.index("Then read the sections")]
+        lines = self.source.split("\n")
+        for number, line in enumerate(lines):
+            if "# Skip on first reading:" in line:
+                following = lines[number + 1].strip()
+                name = re.match(r"(?:def|class) (\w+)", following)
+                self.assertIsNotNone(name, f"line {number + 1}: a mark above no definition")
+                self.assertNotRegex(block, r"\b%s\b" % name.group(1))
 
     def test_first_reading_names_are_defined_in_that_order(self):
         doc = crawl.__doc__
@@ -4126,6 +4142,12 @@ def _http_case(name, data, method="GET", max_body_size=crawl.DEFAULT_MAX_BODY_SI
     wire_bytes ("all" for len(data)); for an error: error (the type), message (fragments of
     str(error)), kind, partial (the same keys, for error.response; None for
     no response)."""
+    response_keys = {"status", "reason", "version", "headers", "get", "get_all", "field_count",
+                     "body", "body_has", "content_type", "charset", "wire_bytes"}
+    unknown = set(expect) - response_keys - {"reusable", "error", "message", "kind", "partial"}
+    unknown |= set(expect.get("partial") or ()) - response_keys
+    if unknown:  # a misspelt expectation would check nothing
+        raise TypeError(f"{name}: unknown expectations {sorted(unknown)}")
     return {"name": name, "data": data, "method": method, "max_body_size": max_body_size,
             "eof": eof, "then": list(then), "expect": expect}
 
