@@ -5657,11 +5657,65 @@ class URLExtractLinksTest(unittest.TestCase):
                          ["http://other.test/d/e"])
 
     def test_elements_and_attributes(self):
-        text = ('<a href="/a">a</a><area href="/area"><frame src="/frame"><iframe src="/iframe">'
-                '<img src="/img.png"><link rel="stylesheet" href="/s.css"><script src="/j.js"></script>'
-                '<a name="anchor">no href</a><form action="/form"></form><frame href="/not-src">')
+        text = ('<a href="/a">a</a><area href="/area"><frameset><frame src="/frame"></frameset>'
+                '<iframe src="/iframe"></iframe><a name="anchor">no href</a><form action="/form"></form>'
+                '<frame href="/not-src">')
         self.assertEqual(self.links(text), ["http://127.0.0.1:8000/a", "http://127.0.0.1:8000/area",
                                             "http://127.0.0.1:8000/frame", "http://127.0.0.1:8000/iframe"])
+
+    def test_resources_and_how_each_was_found(self):
+        text = ('<img src="/i.png" srcset="/i2.png 2x, /i3.png 300w"><picture><source srcset="/p.webp">'
+                '</picture><script src="/j.js"></script><link rel="stylesheet" href="/s.css">'
+                '<link rel="icon" href="/f.ico"><link rel="dns-prefetch" href="//cdn.test">'
+                '<link rel=preconnect href="/no"><link rel="next" href="/no2">'
+                '<link rel="modulepreload" href="/m.js"><link rel=manifest href="/app.webmanifest">'
+                '<video src="/v.mp4" poster="/poster.jpg"><source src="/v.webm"><track src="/t.vtt">'
+                '</video><audio src="/a.ogg"></audio><embed src="/e.swf"><object data="/o.pdf"></object>'
+                '<input type="image" src="/button.png"><input type="text" src="/no3"><a href="/page">')
+        links, invalid = crawl.find_links(text, "http://h.test/")
+        self.assertEqual(invalid, [])
+        self.assertEqual([(url[len("http://h.test"):], via) for url, via in links.items()], [
+            ("/i.png", "img src"), ("/i2.png", "img srcset"), ("/i3.png", "img srcset"),
+            ("/p.webp", "source srcset"), ("/j.js", "script src"), ("/s.css", "link href"),
+            ("/f.ico", "link href"), ("/m.js", "link href"), ("/app.webmanifest", "link href"),
+            ("/v.mp4", "video src"), ("/poster.jpg", "video poster"), ("/v.webm", "source src"),
+            ("/t.vtt", "track src"), ("/a.ogg", "audio src"), ("/e.swf", "embed src"),
+            ("/o.pdf", "object data"), ("/button.png", "input src"), ("/page", "link")])
+
+    def test_the_first_way_a_url_is_found_wins(self):
+        links, _ = crawl.find_links('<img src="/x"><a href="/x"><a href="/y"><img src="/y">',
+                                    "http://h.test/")
+        self.assertEqual(links, {"http://h.test/x": "img src", "http://h.test/y": "link"})
+
+    def test_srcset_by_the_html_standard(self):
+        cases = [
+            ("a.png", ["a.png"]),
+            ("a.png 1x, b.png 2x", ["a.png", "b.png"]),
+            ("a,b.png 1x,c.png 2x", ["a,b.png", "c.png"]),  # a comma inside a URL
+            ("a.png,, b.png", ["a.png", "b.png"]),  # trailing commas end a URL
+            ("  a.png 100w ,\n b.png 200w", ["a.png", "b.png"]),
+            ("data:image/png;base64,iVBO= 1x, b.png 2x", ["data:image/png;base64,iVBO=", "b.png"]),
+            ("a.png 1x 2x, b.png", ["b.png"]),  # two densities: dropped
+            ("a.png 0w, b.png 10q, c.png (x, y) 1x, d.png 1.5x", ["d.png"]),
+            ("a.png 100w 50h, b.png 50h", ["a.png"]),  # h needs w
+            ("", []), (" , ", []),
+        ]
+        for value, urls in cases:
+            with self.subTest(value=value):
+                self.assertEqual(crawl.srcset_urls(value), urls)
+
+    def test_css_url_and_import(self):
+        css = ('@import "a.css";\n@import url(b.css) screen;\n@IMPORT \'c.css\';'
+               'body { background: url( "img/d.png" ) } .x { background: URL(e\\28 1\\29.png) }'
+               '/* url(no-comment.png) */ .y { content: "url(no-string.png)" }'
+               '.z { background: url(\'f g.png\') } .w { mask: myurl(no-function.png) }'
+               '.v { background: url(data:image/png;base64,AAAA) }')
+        links, invalid = crawl.find_links(css, "http://h.test/css/site.css", "text/css")
+        self.assertEqual(invalid, [])
+        self.assertEqual(list(links.items()), [
+            ("http://h.test/css/a.css", "css @import"), ("http://h.test/css/b.css", "css @import"),
+            ("http://h.test/css/c.css", "css @import"), ("http://h.test/css/img/d.png", "css url"),
+            ("http://h.test/css/e(1).png", "css url"), ("http://h.test/css/f%20g.png", "css url")])
 
     def test_distinct_in_document_order(self):
         text = '<a href="/b">1</a><a href="/a">2</a><a href="/b#x">3</a><a href="/a">4</a>'
@@ -5732,7 +5786,7 @@ class URLExtractLinksTest(unittest.TestCase):
             ('<style>x{}</style ><a href="/after-style">', ["/after-style"]),
             ('<![CDATA[ <a href="/cdata"> ]]><a href="/after-cdata">', ["/after-cdata"]),
             ('<scriptx><a href="/scriptx">', ["/scriptx"]),
-            ('<iframe src="/f" ></iframe><frame SRC=/g>', ["/f", "/g"]),
+            ('<iframe src="/f" ></iframe><frameset><frame SRC=/g>', ["/f", "/g"]),
             ('<area shape=rect href="/area">', ["/area"]),
             ('<a href="/a" rel=nofollow><a rel="NOFOLLOW noopener" href="/b"><a href>', []),
             ('<a href="/unclosed"', []),
@@ -5740,26 +5794,6 @@ class URLExtractLinksTest(unittest.TestCase):
         for text, paths in cases:
             with self.subTest(text=text):
                 self.assertEqual(self.links(text), ["http://127.0.0.1:8000" + p for p in paths])
-
-    def test_fast_scanner_agrees_with_html_parser(self):
-        if not hasattr(crawl, "parse_links") or not hasattr(crawl, "scan_links"):
-            self.skipTest("crawl.py has a single link parser")
-        texts = [
-            "<a href=/unquoted>x</a>", '<A HREF="/upper">', '<a title="a>b" href="/gt">',
-            '<a\nhref="/nl"\n>', '<SCRIPT>var s="<a href=/js>";</SCRIPT><a href="/after">',
-            '<style>x{}</style ><a href="/after-style">', '<!-- <a href="/c"> --><a href="/d">',
-            '<![CDATA[ <a href="/cdata"> ]]><a href="/after-cdata">', '<a href="/unclosed"',
-            '<p <a href="/weird">', '<a href="">', '<a href="/&quot;q&quot;">',
-            '<a href="/x?a=1&b=2&amp;c=3">', '<base href="/b/"><a href=c>',
-            '<meta name=robots content=nofollow><a href=/x>', "<a href='/a'><<a href='/b'>",
-            '<!doctype html><?php echo 1 ?><a href="/pi">', "<a href=/1><a href=/2 <a href=/3>",
-            '<a href="/\u00e9t\u00e9">', "<!--unclosed <a href=/in-comment>",
-        ]
-        for text in texts:
-            with self.subTest(text=text):
-                fast, reference = crawl.scan_links(text), crawl.parse_links(text)
-                self.assertEqual((fast.links, fast.base, fast.nofollow),
-                                 (reference.links, reference.base, reference.nofollow))
 
     def test_html_charset(self):
         c = crawl.html_charset
@@ -6205,7 +6239,7 @@ class CrawlerRecordUnitTest(unittest.TestCase):
             "url": "http://h.test/", "status": None, "reason": "", "content_type": "",
             "charset": None, "size": 0, "links": 0, "new_links": 0, "redirect": None,
             "error": None, "error_kind": None, "tries": 0, "elapsed": 0.0, "depth": 2,
-            "referrer": "http://h.test/r"})
+            "referrer": "http://h.test/r", "via": "link"})
         self.assertEqual(tuple(record.as_dict()), tuple(crawl.RECORD_FIELDS))
 
     def test_failed_and_is_page(self):
@@ -6279,23 +6313,24 @@ class CrawlerSiteTest(CrawlerTestCase):
         self.assertEqual(got[site.url("/")], {
             "url": site.url("/"), "status": 200, "reason": "OK", "content_type": "text/html",
             "charset": "utf-8", "size": len(root.body), "links": 3, "new_links": 3, "redirect": None,
-            "error": None, "error_kind": None, "tries": 1, "elapsed": None, "depth": 0, "referrer": None})
+            "error": None, "error_kind": None, "tries": 1, "elapsed": None, "depth": 0,
+            "referrer": None, "via": "root"})
         self.assertEqual(got[site.url("/a")], {
             "url": site.url("/a"), "status": 200, "reason": "OK", "content_type": "text/html",
             "charset": "utf-8", "size": 15, "links": 0, "new_links": 0, "redirect": None,
             "error": None, "error_kind": None, "tries": 1, "elapsed": None, "depth": 1,
-            "referrer": site.url("/")})
+            "referrer": site.url("/"), "via": "link"})
         self.assertEqual(got[site.url("/missing")], {
             "url": site.url("/missing"), "status": 404, "reason": "Not Found", "content_type": "text/plain",
             "charset": None, "size": 9, "links": 0, "new_links": 0, "redirect": None,
             "error": None, "error_kind": None, "tries": 1, "elapsed": None, "depth": 1,
-            "referrer": site.url("/")})
+            "referrer": site.url("/"), "via": "link"})
         private = records[site.url("/private")]
         self.assertEqual(dict(got[site.url("/private")], error=None), {
             "url": site.url("/private"), "status": None, "reason": "", "content_type": "",
             "charset": None, "size": 0, "links": 0, "new_links": 0, "redirect": None,
             "error": None, "error_kind": "robots", "tries": 0, "elapsed": None, "depth": 1,
-            "referrer": site.url("/")})
+            "referrer": site.url("/"), "via": "link"})
         self.assertEqual(private.elapsed, 0.0)
         self.assertIn("robots.txt", private.error)
         self.assertTrue(records[site.url("/missing")].failed)
@@ -7403,7 +7438,7 @@ class CrawlerBookkeepingTest(CrawlerTestCase):
             return (yield from original(url, method, headers))
 
         client.fetch = slow_fetch
-        with mock.patch.object(crawl, "extract_links", side_effect=RuntimeError("boom")), \
+        with mock.patch.object(crawl, "find_links", side_effect=RuntimeError("boom")), \
                 self.assertLogs("crawl", "ERROR"):
             crawler, records = self.crawl_site("http://example.test/", client=client,
                                                robots=False)
@@ -7601,7 +7636,7 @@ class CLITest(ServerTestCase):
             "url": site.url("/"), "status": 200, "reason": "OK", "content_type": "text/html",
             "charset": "utf-8", "size": len(site.routes["/"].body), "links": 3, "new_links": 3,
             "redirect": None, "error": None, "error_kind": None, "tries": 1, "elapsed": None,
-            "depth": 0, "referrer": None})
+            "depth": 0, "referrer": None, "via": "root"})
 
     def interrupt(self, signum, expected_status):
         routes = {"/": html_page(*[f"/p{i}" for i in range(30)])}
@@ -7966,66 +8001,130 @@ class BadInputTest(unittest.TestCase):
 # ---------------------------------------------------------------------------
 
 
-class ScanLinksEquivalenceTest(unittest.TestCase):
-    """scan_links() must find exactly what html.parser (parse_links) finds."""
+class ScanLinksStandardTest(unittest.TestCase):
+    """scan_links() is the HTML Standard's tokenizer: each case is markup
+    and the raw link values a browser takes from it (html.parser, on every
+    supported Python, differs on many of them)."""
 
-    def assertSameLinks(self, text):
-        fast, reference = crawl.scan_links(text), crawl.parse_links(text)
-        self.assertEqual((fast.links, fast.base, fast.nofollow),
-                         (reference.links, reference.base, reference.nofollow), repr(text))
-
-    def test_unclosed_script_or_style_of_any_shape_hides_the_rest(self):
-        for text in ("<script =><a href=x>", "<script/v><a href=x>",
-                     "<script a==1><iframe src=x>", "<script nonce=Zm9v==><a href=x>",
-                     "<script\r<><meta name=robots content=nofollow><a href=x>",
-                     "<style\x0c\x1f><base href=x>", "<script><a href=x>"):
+    def assertLinks(self, cases):
+        for text, expected in cases:
             with self.subTest(text=text):
-                self.assertSameLinks(text)
-                self.assertEqual(crawl.scan_links(text).links, [])
+                self.assertEqual([raw for raw, _ in crawl.scan_links(text).links], expected)
+
+    def test_character_references_in_attribute_values(self):
+        self.assertLinks([
+            # A legacy name without ";" before "=" or an alphanumeric stays text.
+            ('<a href="/p?id=7&currency=EUR">', ["/p?id=7&currency=EUR"]),
+            ('<a href="/f?a=1&param=2">', ["/f?a=1&param=2"]),
+            ('<a href="/s?q=x&region=eu">', ["/s?q=x&region=eu"]),
+            ('<a href="/t?section=3&lt=4">', ["/t?section=3&lt=4"]),
+            ("<a href=/u?a&amp=1&copy2>", ["/u?a&amp=1&copy2"]),
+            ('<a href="/v?&notit;&notin;&not;x">', ["/v?&notit;\u2209\u00acx"]),
+            # ... and is decoded before anything else.
+            ('<a href="/w?a=1&amp;b=2&amp-c&lt.&copy">', ["/w?a=1&b=2&-c<.\u00a9"]),
+            ('<a href="/x&nosuchname;&AMP;&#;&#x;&">', ["/x&nosuchname;&&#;&#x;&"]),
+            # Numeric references: controls kept, 0x80-0x9F by the table, U+FFFD.
+            ('<a href="/n&#x0001;&#65&#x42;">', ["/n\x01AB"]),
+            ('<a href="/n&#x80;&#150;&#x9f;&#x81;">', ["/n\u20ac\u2013\u0178\x81"]),
+            ('<a href="/n&#0;&#xD800;&#x110000;&#99999999999;">', ["/n\ufffd\ufffd\ufffd\ufffd"]),
+            # NUL in an attribute value is U+FFFD.
+            ('<a href="/nul\x00x">', ["/nul\ufffdx"]),
+            ("<a href=/nul\x00y>", ["/nul\ufffdy"]),
+        ])
+
+    def test_the_url_a_browser_requests(self):
+        links, _ = crawl.extract_links('<a href="/p?id=7&currency=EUR">x</a><a href="/q&para=2">'
+                                       '<a href="/n\x00">', "http://h.test/")
+        self.assertEqual(links, ["http://h.test/p?id=7&currency=EUR", "http://h.test/q&para=2",
+                                 "http://h.test/n%EF%BF%BD"])
+
+    def test_text_only_elements_hold_no_links(self):
+        self.assertLinks([
+            ("<title><a href=/t></title><a href=/1>", ["/1"]),
+            ("<textarea><a href=/t></textarea><a href=/2>", ["/2"]),
+            ("<xmp><a href=/t></xmp><a href=/3>", ["/3"]),
+            ("<noembed><a href=/t></noembed><a href=/4>", ["/4"]),
+            ("<noframes><a href=/t></noframes><a href=/5>", ["/5"]),
+            ("<iframe src=/f><a href=/t></iframe><a href=/6>", ["/f", "/6"]),
+            ("<style>a[href='<a href=/t>']{}</style><a href=/7>", ["/7"]),
+            ("<plaintext><a href=/t></plaintext><a href=/u>", []),
+            ("<TITLE>x</TiTlE ><a href=/8>", ["/8"]),
+            ("<title>x</titles><a href=/t></title x='>'><a href=/9>", ["/9"]),
+            ("<textarea><a href=/t>", []),  # never closed: the rest is text
+            ("<noscript><a href=/10></noscript>", ["/10"]),  # scripting off
+            ("<script/><a href=/t></script><a href=/11>", ["/11"]),  # "/>" changes nothing
+        ])
+
+    def test_script_data(self):
+        self.assertLinks([
+            ('<script>var s="<a href=/t>";</SCRIPT><a href=/1>', ["/1"]),
+            ('<script><!--\ndocument.write("<script></script><a href=/t>")\n--></script>'
+             '<a href=/2>', ["/2"]),
+            ("<script><!--<script></script><a href=/t></script><a href=/3>", ["/3"]),
+            ("<script><!--></script><a href=/4>", ["/4"]),
+            ("<script></scripty><a href=/t></script><a href=/5>", ["/5"]),
+            ("<script><a href=/t>", []),
+        ])
+
+    def test_comments_end_where_a_browser_ends_them(self):
+        self.assertLinks([
+            ("<!--><a href=/1>", ["/1"]),
+            ("<!---><a href=/2>", ["/2"]),
+            ("<!-- x --!><a href=/3>", ["/3"]),
+            ("<!-- <a href=/t> -- ><a href=/t2> --><a href=/4>", ["/4"]),
+            ("<!----><a href=/5>", ["/5"]),
+            ("<!-- unclosed <a href=/t>", []),
+            ("<!DOCTYPE html><?php x ?><a href=/6>", ["/6"]),
+            ("<![CDATA[ <a href=/t> ]]><a href=/7>", ["/7"]),  # a bogus comment up to ">"
+            ("<![CDATA[ x ]]><a href=/8>", ["/8"]),
+            ("</ x><a href=/9></><a href=/10>", ["/9", "/10"]),
+            ("<! bogus <a href=/t>", []),
+        ])
+
+    def test_tags_as_the_tokenizer_reads_them(self):
+        self.assertLinks([
+            ('<a title="a>b" href="/1">', ["/1"]),
+            ('<a href="/2"title="x">', ["/2"]),  # no space needed after a quoted value
+            ("<a =href=/t href=/3>", ["/3"]),  # "=href" is an attribute name
+            ('<a href="/4" href="/t">', ["/4"]),
+            ("<a/href=/5>", ["/5"]),
+            ("<a href=/6/>", ["/6/"]),
+            ("<a href>", [""]),
+            ('<a b"href=/t>', []),
+            ("<a\nhref\n=\n'/7'\n>", ["/7"]),
+            ("<a\x0bhref=/t>", []),  # U+000B is not whitespace in HTML
+            ('</p title="<a href=/t>"><a href=/8>', ["/8"]),
+            ("<p <a href=/9>", []),  # "<a" is an attribute of <p>
+            ('<a href="/unclosed', []),
+            ("<a href=/10><<a href=/11>", ["/10", "/11"]),
+            ("<a-b href=/t><abbr href=/t><ab href=/t>", []),
+            ("<a\u212a href=/t><lin\u212a rel=stylesheet href=/t>", []),
+        ])
+
+    def test_judgement_calls(self):
+        self.assertLinks([
+            ("<frame src=/t>", []),  # ignored outside a frameset
+            ("<frameset><frame src=/1></frameset>", ["/1"]),
+            ("<svg><a href=/2><text>x</text></a></svg>", ["/2"]),
+            ("<select><option><a href=/3>x</a></select>", ["/3"]),
+        ])
+
+    def test_base_and_nofollow(self):
+        found = crawl.scan_links("<title><base href=/t></title><base href=/b>"
+                                 "<!-- <meta name=robots content=nofollow> -->")
+        self.assertEqual((found.base, found.nofollow), ("/b", False))
+        found = crawl.scan_links("<META NAME=robots CONTENT='noindex,NOFOLLOW' ><a href=/x>")
+        self.assertTrue(found.nofollow)
 
     def test_garbage_with_no_closing_bracket(self):
-        text = "<a href=/first>" + "<div a" * 800  # html.parser is quadratic here
-        self.assertSameLinks(text)
-        self.assertEqual(crawl.scan_links(text).links, ["/first"])
+        text = "<a href=/first>" + "<div a" * 800
+        self.assertEqual(crawl.scan_links(text).links, [("/first", "link")])
+        text = "<a href=/first>" + "<a b" * 800 + " href=/one-tag>"  # attributes b<a ... href
+        self.assertEqual(crawl.scan_links(text).links, [("/first", "link"), ("/one-tag", "link")])
 
-    def test_random_tag_soup(self):
-        """A seeded differential test: tag soup from fragments that stress
-        html.parser's rules (quotes, odd whitespace, unclosed constructs)."""
-        fragments = [
-            "<a href=", "<a ", "<A HREF=", "<area href=", "<iframe src=", "<frame src=",
-            "<base href=", "<meta name=robots content=nofollow>", "<meta ", "rel=nofollow",
-            '"', "'", "<!--", "-->", "--", "<!", "<?", "<script>", "</script>", "<style>",
-            "</style>", "<script", "</script", "<", ">", "/", "=", "==", "href", "src", "x",
-            " ", "\t", "\n", "\r", "\f", "\x0b", "\x00", "\xa0", "&amp;", "&", "</a>", "<div",
-            "<p ", "/>", "\u00e9", "`", "<!doctype html>", "<x-y", ":", "<br/", "\u017f", "K",
-        ]
-        seed = int(os.environ.get("SCAN_SEED", "2026"))
-        rng = random.Random(seed)
-        for case in range(20000):
-            text = "".join(rng.choice(fragments) for _ in range(rng.randint(1, 14)))
-            fast, reference = crawl.scan_links(text), crawl.parse_links(text)
-            if (fast.links, fast.base, fast.nofollow) != (reference.links, reference.base,
-                                                          reference.nofollow):
-                self.fail(f"SCAN_SEED={seed} case {case}: {text!r}: scan_links found "
-                          f"{fast.links}, html.parser {reference.links}")
-
-    def test_html_files_of_a_real_site(self):
-        """Every .html file under the folder named by CRAWL_TEST_SITE (a real
-        site: the Python documentation, say, or a generated one). Over 500
-        files, one in eight (html.parser needs ~15 s for the Python docs);
-        CRAWL_TEST_ALL_PAGES=1 checks every one."""
-        root = os.environ.get("CRAWL_TEST_SITE")
-        if not root:
-            self.skipTest("set CRAWL_TEST_SITE to a folder of HTML files "
-                          "(e.g. /usr/share/doc/python3.11/html) to run this test")
-        self.assertTrue(os.path.isdir(root), f"CRAWL_TEST_SITE={root!r} is not a folder")
-        paths = sorted(os.path.join(folder, name) for folder, _, names in os.walk(root)
-                       for name in names if name.endswith(".html"))
-        self.assertTrue(paths, f"no .html files under {root}")
-        step = 8 if len(paths) > 500 and not os.environ.get("CRAWL_TEST_ALL_PAGES") else 1
-        for path in paths[::step]:
-            with open(path, encoding="utf-8", errors="replace") as file:
-                self.assertSameLinks(file.read())
+    def test_more_constructs_than_one_skip_takes(self):
+        text = "<p>x</p>" * 30000 + "<a href=/last>" + "<!-- c -->" * 30000 + "<a href=/end>"
+        self.assertEqual(crawl.scan_links(text).links, [("/last", "link"), ("/end", "link")])
 
 
 if __name__ == "__main__":
