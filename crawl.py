@@ -2099,13 +2099,44 @@ def parse_charset(content_type):
 # Parsing a response ---------------------------------------------------------
 
 
+# The leniencies kept, each safe because it cannot make two parsers disagree
+# on where a line, a field or the body ends: a bare LF ends a line as CRLF
+# does (RFC 9112 §2.2); obsolete line folding is unfolded into one SP
+# (§5.2); a missing reason phrase is fine (§4); whitespace around a chunk
+# size is ignored, and the CRLF after the last trailer may be missing at
+# the end of the connection (§7.1); empty lines between an interim (1xx)
+# response and the next are skipped (§2.2's robustness rule for requests,
+# as some servers send one after "100 Continue"). Not kept: a bare CR and
+# a NUL (see _invalid_octet).
+
+def _invalid_octet(data):
+    """Why the lines of a head (the status line, the field lines, the
+    trailers) or a chunk-size line are invalid, or None: a CR is only ever
+    part of a CRLF line end; NUL is nowhere. RFC 9112 §2.2
+    and RFC 9110 §5.5 let a recipient either reject these or replace each
+    with SP; this rejects them. A bare CR that another parser (a proxy, a
+    cache) takes as a line end makes the two see different fields: the
+    response splitting these rules exist against. Replacing it with SP
+    would hide that disagreement and record a reason or a Content-Type the
+    server never meant; rejecting it records the fault as it is."""
+    if b"\0" in data:
+        return "a NUL"
+    if data.count(b"\r") != data.count(b"\r\n"):  # two counts: C speed, no per-line loop
+        return "a bare CR"
+    return None
+
+
 def parse_status_line(line, url=None):
     """Parse b'HTTP/1.1 200 OK\\r\\n' into ("HTTP/1.1", 200, "OK").
 
     The grammar is HTTP-version SP 3DIGIT [SP reason-phrase] (RFC 9112 §4);
     a missing reason phrase is fine; a code below 100 is not a status
-    (RFC 9110 §15). ProtocolError otherwise, naming the bytes seen."""
-    text = line.rstrip(b"\r\n")
+    (RFC 9110 §15). ProtocolError otherwise, naming the bytes seen; also
+    for a bare CR or a NUL anywhere in the line."""
+    invalid = _invalid_octet(line)
+    if invalid:
+        raise ProtocolError(f"invalid status line {bytes(line[:100])!r}: {invalid}", url)
+    text = line[:-2] if line.endswith(b"\r\n") else line[:-1] if line.endswith(b"\n") else line
     version, _, rest = text.partition(b" ")
     code, _, reason = rest.partition(b" ")
     if (len(version) != 8 or not version.startswith(b"HTTP/1.") or not version[7:8].isdigit()
@@ -2119,10 +2150,12 @@ def parse_fields(lines, url=None):
     ending the section) into Fields. Line endings (CRLF or a bare LF) are
     ignored; obsolete line folding (a line starting with SP or HTAB) is
     unfolded into the previous value (RFC 9112 §5.2). ProtocolError for a
-    line that is not name: value."""
+    line that is not name: value. (read_response rejects a bare CR or a NUL
+    in the bytes before they get here.)"""
     pairs = []
     for line in lines:
-        line = line.rstrip("\r\n")
+        line = line[:-1] if line.endswith("\n") else line  # one line end, no more
+        line = line[:-1] if line.endswith("\r") else line
         if line[:1] in (" ", "\t"):
             if not pairs:
                 raise ProtocolError(f"continuation line before any field {line[:100]!r}", url)
@@ -2141,31 +2174,49 @@ def parse_fields(lines, url=None):
 _END_OF_FIELDS = re.compile(rb"(?:^|\n)\r?\n")
 
 
-def _read_field_block(stream, budget, url, too_large):
+def _read_field_block(stream, budget, url, too_large, what="field"):
     """Read field lines up to and including the blank line (the fields of
-    a head, or the trailers after a chunked body); returns the bytes.
-    ProtocolError(too_large) when they exceed budget bytes."""
+    a head, or the trailers after a chunked body: what says which); returns
+    the bytes. ProtocolError(too_large) when they exceed budget bytes, and
+    for a bare CR or a NUL in them."""
     try:
-        return (yield from stream.readuntil(_END_OF_FIELDS, budget))
+        block = yield from stream.readuntil(_END_OF_FIELDS, budget)
     except LimitOverrunError:
         raise ProtocolError(too_large, url) from None
+    invalid = _invalid_octet(block)
+    if invalid:
+        raise ProtocolError(f"invalid {what} line {_faulty_line(block)!r}: {invalid}", url)
+    return block
+
+
+def _faulty_line(block):
+    """The first line of block holding a NUL or a bare CR (for messages)."""
+    for line in bytes(block).split(b"\n"):
+        if _invalid_octet(line + b"\n"):
+            return line[:100]
+    return block[:100]
 
 
 def _read_head(stream, url):
     """Read the status line and field section of the final response,
-    skipping interim 1xx responses (RFC 9110 §15.2). Returns (version,
-    status, reason, Fields). The status line is checked before the fields
-    are waited for, so that a server that is not HTTP fails at once."""
+    skipping interim 1xx responses (RFC 9110 §15.2) and empty lines after
+    them. Returns (version, status, reason, Fields). The status line is
+    checked before the fields are waited for, so that a server that is not
+    HTTP fails at once."""
     budget = MAX_FIELD_SECTION_BYTES  # for the whole head, interim responses included
     too_large = f"response head larger than {MAX_FIELD_SECTION_BYTES} bytes"
+    after_interim = False
     while True:
         try:
             line = yield from stream.readline(budget)
         except LimitOverrunError:
             raise ProtocolError(too_large, url) from None
+        budget -= len(line)
+        if after_interim and line in (b"\r\n", b"\n"):
+            continue  # a stray empty line after "100 Continue" (some servers send one)
         version, status, reason = parse_status_line(line, url)
-        block = yield from _read_field_block(stream, budget - len(line), url, too_large)
-        budget -= len(line) + len(block)
+        block = yield from _read_field_block(stream, budget, url, too_large)
+        budget -= len(block)
         lines = block.decode("latin-1").split("\n")[:-2]  # without the blank line
         if len(lines) > MAX_FIELD_COUNT:
             raise ProtocolError(f"more than {MAX_FIELD_COUNT} fields", url)
@@ -2174,6 +2225,7 @@ def _read_head(stream, url):
             raise ProtocolError("101 Switching Protocols was not asked for", url)
         if status >= 200:
             return version, status, reason, fields
+        after_interim = True
 
 
 def _content_length(fields, url):
@@ -2368,6 +2420,9 @@ def _read_chunked_body(stream, decoder, url):
             raise ProtocolError("chunk-size line longer than 4096 bytes", url) from None
         except IncompleteReadError:
             return "truncated"
+        invalid = _invalid_octet(line)
+        if invalid:
+            raise ProtocolError(f"malformed chunk size {bytes(line[:40])!r}: {invalid}", url)
         size_text = line.split(b";", 1)[0].strip(b" \t\r\n")
         if not size_text or size_text.strip(b"0123456789abcdefABCDEF"):
             raise ProtocolError(f"malformed chunk size {bytes(line[:40])!r}", url)
@@ -2388,7 +2443,7 @@ def _read_chunked_body(stream, decoder, url):
     try:
         yield from _read_field_block(  # the trailers, ignored
             stream, MAX_FIELD_SECTION_BYTES, url,
-            f"trailer section larger than {MAX_FIELD_SECTION_BYTES} bytes")
+            f"trailer section larger than {MAX_FIELD_SECTION_BYTES} bytes", "trailer")
     except IncompleteReadError:
         pass  # the last chunk arrived; only the final CRLF is missing (as http.client)
     return "complete"

@@ -4272,6 +4272,25 @@ class HTTPStatusLineTest(HTTPLayerTestCase):
                        kind="protocol", partial=None)
             for name, (line, seen) in lines.items()])
 
+    def test_bare_cr_and_nul_in_the_status_line_are_rejected(self):
+        # RFC 9112 §2.2, RFC 9110 §5.5: rejected, never a line end (the
+        # reason used to be recorded as 'OK\rContent-Length: 0').
+        invalid = dict(error=crawl.ProtocolError, message="invalid status line", kind="protocol", partial=None)
+        _http_check_table(self, [
+            _http_case("bare CR splitting the line", b"HTTP/1.1 200 OK\rContent-Length: 0\r\n\r\n",
+                       eof=False, **dict(invalid, message=["invalid status line", "a bare CR"])),
+            _http_case("bare CR before CRLF", b"HTTP/1.1 200 OK\r\r\nContent-Length: 0\r\n\r\n", eof=False,
+                       **dict(invalid, message="a bare CR")),
+            # CR alone never ends a line: no status line ever arrived.
+            _http_case("bare CR as the only line end", b"HTTP/1.1 200 OK\rContent-Length: 2\r\rok", eof=True,
+                       error=crawl.IncompleteReadError),
+            _http_case("NUL in the reason", b"HTTP/1.1 200 O\0K\r\nContent-Length: 0\r\n\r\n", eof=False,
+                       **dict(invalid, message=["invalid status line", "a NUL"])),
+        ])
+        for line in (b"HTTP/1.1 200 OK\rX: y\r\n", b"HTTP/1.1 200 OK\r\r\n", b"HTTP/1.1 200 \0\n"):
+            with self.subTest(line=line), self.assertRaises(crawl.ProtocolError):
+                crawl.parse_status_line(line)
+
 
 # Field section ---------------------------------------------------------------
 class HTTPFieldsTest(HTTPLayerTestCase):
@@ -4338,6 +4357,32 @@ class HTTPFieldsTest(HTTPLayerTestCase):
             _http_case("CRLF and bare LF mixed", mixed, eof=False, **expect),
         ])
 
+    def test_bare_cr_and_nul_in_field_lines_are_rejected(self):
+        # Rejected rather than replaced with SP: a CR that a proxy reads as
+        # a line end would show it other fields (response splitting).
+        head = b"HTTP/1.1 200 OK\r\n"
+        end = b"Content-Length: 2\r\n\r\nok"
+        invalid = dict(error=crawl.ProtocolError, kind="protocol", partial=None)
+        _http_check_table(self, [
+            _http_case("bare CR splitting a field line", head + b"Content-Type: text/html\rX-Injected: 1\r\n" + end,
+                       eof=False, message=["invalid field line", "a bare CR", "X-Injected"], **invalid),
+            _http_case("bare CR before CRLF", head + b"Content-Type: text/html\r\r\n" + end, eof=False,
+                       message="a bare CR", **invalid),
+            _http_case("bare CR ending the fields", head + b"Content-Type: text/html\r\n\r" + end, eof=False,
+                       message="a bare CR", **invalid),
+            _http_case("bare CR in an obs-fold line", head + b"X-Folded: a\r\n b\rc\r\n" + end, eof=False,
+                       message="a bare CR", **invalid),
+            _http_case("NUL in a value", head + b"Content-Type: text/html\0; charset=utf-8\r\n" + end,
+                       eof=False, message=["invalid field line", "a NUL"], **invalid),
+            _http_case("NUL in a name", head + b"X-A\0b: 1\r\n" + end, eof=False, message="a NUL", **invalid),
+            # The leniencies kept: bare LF line ends and obs-fold.
+            _http_case("bare LF and obs-fold still read", head + b"X-Folded: a\n\tb\n" + b"Content-Length: 2\n\nok",
+                       eof=False, body=b"ok", get={"x-folded": "a b"}, reusable=True),
+        ])
+        self.assertEqual(crawl.parse_fields(["A: 1\r\n"]).items(), [("A", "1")])
+        self.assertEqual(crawl.parse_fields(["A: 1\r\r\n"]).items(), [("A", "1\r")],
+                         "one line end is removed, not every CR (read_response rejects these bytes)")
+
     def test_field_section_over_64k_is_an_error_not_a_hang(self):
         # The connection is held open after these bytes: nothing more comes.
         one_line = b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 70000 + b"\r\nContent-Length: 0\r\n\r\n"
@@ -4398,6 +4443,28 @@ class HTTPInterimAndNoBodyTest(HTTPLayerTestCase):
                        status=204, body=b"", reusable=False),
             _http_case("HEAD answered with a body", b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nbody",
                        method="HEAD", eof=False, status=200, body=b"", reusable=False),
+        ])
+
+    def test_empty_lines_after_an_interim_response(self):
+        final = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
+        after = [(http_response("next"), b"next")]
+        _http_check_table(self, [
+            # Some servers send an empty line after "100 Continue": the final response follows.
+            _http_case("100, an empty line, 200", b"HTTP/1.1 100 Continue\r\n\r\n\r\n" + final, eof=False,
+                       then=after, status=200, reason="OK", body=b"hello", wire_bytes="all", reusable=True),
+            _http_case("100, empty lines (LF, CRLF), 200", b"HTTP/1.1 100 Continue\n\n\n\r\n" + final,
+                       eof=False, status=200, body=b"hello", reusable=True),
+            _http_case("103, an empty line, 200",
+                       b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n\r\n" + final, eof=False,
+                       status=200, body=b"hello", reusable=True),
+            # Not before a first status line, nor a bare CR as an empty line.
+            _http_case("empty line first", b"\r\n" + final, eof=False, error=crawl.ProtocolError,
+                       message="invalid status line", partial=None),
+            _http_case("bare CR after 100", b"HTTP/1.1 100 Continue\r\n\r\n\r" + final, eof=False,
+                       error=crawl.ProtocolError, message="a bare CR", partial=None),
+            # Empty lines count against the head's 64 KiB.
+            _http_case("endless empty lines", b"HTTP/1.1 100 Continue\r\n\r\n" + b"\r\n" * 40000 + final,
+                       eof=False, error=crawl.ProtocolError, message="response head larger than"),
         ])
 
     def test_head_against_http_server(self):
@@ -4501,6 +4568,22 @@ class HTTPBodyFramingTest(HTTPLayerTestCase):
                        partial={"status": 200, "body": b""}, **malformed),
             _http_case("chunk data not followed by CRLF", self.CHUNKED + b"5\r\nhelloXX\r\n0\r\n\r\n", eof=False,
                        error=crawl.ProtocolError, message="not followed by CRLF", partial={}),
+        ])
+
+    def test_bare_cr_and_nul_in_chunk_lines_are_rejected(self):
+        bad = dict(error=crawl.ProtocolError, kind="protocol")
+        _http_check_table(self, [
+            _http_case("bare CR after the size", self.CHUNKED + b"5\r\r\nhello\r\n0\r\n\r\n", eof=False,
+                       message=["malformed chunk size", "a bare CR"], partial={"status": 200, "body": b""}, **bad),
+            _http_case("bare CR in an extension", self.CHUNKED + b"5;a=\rb\r\nhello\r\n0\r\n\r\n", eof=False,
+                       message="a bare CR", partial={"status": 200, "body": b""}, **bad),
+            _http_case("NUL in the last chunk", self.CHUNKED + b"5\r\nhello\r\n0\0\r\n\r\n", eof=False,
+                       message="a NUL", partial={"status": 200, "body": b"hello"}, **bad),
+            _http_case("bare CR in a trailer", self.CHUNKED + b"5\r\nhello\r\n0\r\nX-T: a\rb\r\n\r\n",
+                       eof=False, message=["invalid trailer line", "a bare CR"], partial={"status": 200}, **bad),
+            # Whitespace around the size is a leniency kept.
+            _http_case("whitespace around the size", self.CHUNKED + b" 5 \t;x\r\nhello\r\n0\r\n\r\n", eof=False,
+                       body=b"hello", reusable=True),
         ])
 
     def test_protocol_error_mid_body_closes_the_connection(self):
