@@ -255,7 +255,9 @@ class ErrorKind(collections.namedtuple("ErrorKind", "failure retried meaning")):
 ERROR_KINDS = {
     # Failures: something is broken.
     "timeout": ErrorKind(True, True, "no answer within --timeout"),
-    "connect": ErrorKind(True, True, "the connection was refused or the host unreachable"),
+    "refused": ErrorKind(True, False, "the connection was refused: nothing listens on that port "
+                         "(not retried, as wget and curl do not)"),
+    "connect": ErrorKind(True, True, "the host or its network is unreachable"),
     "dns": ErrorKind(True, False, "the host name does not resolve (a temporary DNS "
                      "failure is retried)"),
     "tls": ErrorKind(True, False, "the TLS handshake failed: certificate or protocol"),
@@ -3072,14 +3074,19 @@ class Record:
         return self.status == 200 and self.content_type in HTML_TYPES and self.error is None
 
 
-def describe_error(error):
-    """(error kind, short message) for an exception raised by a fetch."""
+def describe_error(error, url=None):
+    """(error kind, short message) for an exception raised by a fetch (of
+    url, whose host a DNS failure names)."""
     if isinstance(error, HTTPError):
         return error.kind, error.message
     if isinstance(error, TimeoutError):
         return "timeout", str(error).split(": ", 1)[-1] or "timed out"  # the record has the URL
     if isinstance(error, socket.gaierror):
-        return "dns", f"cannot resolve host: {error.strerror or error}"
+        reason = error.strerror or str(error)
+        if url is not None:  # getaddrinfo() adds the name at the end: say it first
+            host = url_host(url)
+            return "dns", f"cannot resolve host {host}: " + reason.replace(f" (resolving {host!r})", "")
+        return "dns", f"cannot resolve host: {reason}"
     if isinstance(error, ssl.SSLCertVerificationError):
         return "tls", f"certificate verify failed: {error.verify_message}"
     if isinstance(error, ssl.SSLError):
@@ -3089,7 +3096,9 @@ def describe_error(error):
     if isinstance(error, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
         return "reset", f"connection reset by the server ({error.strerror or error})"
     if isinstance(error, OSError):
-        if error.errno in (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH,
+        if error.errno == errno.ECONNREFUSED:
+            return "refused", "connection refused"
+        if error.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH,
                            errno.EADDRNOTAVAIL, errno.ETIMEDOUT):
             return "connect", error.strerror or str(error)
         return "network", str(error)
@@ -3348,7 +3357,7 @@ class Crawler:
         try:
             response = yield from self._fetch_with_retries(item.url, record, state)
         except Exception as error:
-            record.error_kind, record.error = describe_error(error)
+            record.error_kind, record.error = describe_error(error, item.url)
             if isinstance(error, HTTPError) and error.response is not None:
                 self._take_response_facts(record, error.response)
         else:
@@ -3388,7 +3397,7 @@ class Crawler:
                 if record.tries >= self.max_tries or not _is_retryable(error):
                     raise
                 delay = self.backoff * 2 ** (record.tries - 1)
-                logger.info("%s: %s; retrying in %.1f s", url, describe_error(error)[1], delay)
+                logger.info("%s: %s; retrying in %.1f s", url, describe_error(error, url)[1], delay)
             else:
                 if response.status not in RETRY_STATUSES or record.tries >= self.max_tries:
                     return response
@@ -3468,9 +3477,10 @@ class Crawler:
             except BodyTooLarge as error:
                 response = error.response  # parse the part that arrived
             except Exception as error:
-                kind, message = describe_error(error)
+                kind, message = describe_error(error, url)
                 tries = f" after {record.tries} tries" if record.tries > 1 else ""
-                return RobotsRules.disallow_all(f"robots.txt unreachable{tries}: {message}", kind)
+                # The host's problem first: it is why the page was not fetched either.
+                return RobotsRules.disallow_all(f"{message} (robots.txt unreachable{tries})", kind)
             status = response.status
             if status in REDIRECT_STATUSES and response.location:
                 try:

@@ -1506,7 +1506,8 @@ class VocabularyTest(unittest.TestCase):
     def test_retries_and_failures_follow_the_table(self):
         samples = {
             "timeout": TimeoutError("timed out"),
-            "connect": ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"),
+            "refused": ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"),
+            "connect": OSError(errno.EHOSTUNREACH, "No route to host"),
             "dns": socket.gaierror(socket.EAI_NONAME, "Name or service not known"),
             "tls": ssl.SSLError(1, "bad"),
             "reset": ConnectionResetError(errno.ECONNRESET, "reset"),
@@ -6043,7 +6044,8 @@ class CrawlerRobotsTest(CrawlerTestCase):
         site = self.site({"/": html_page(down)})
         crawler, records = self.crawl_site(site.url(), max_tries=1)
         self.assertEqual(set(records), {site.url(), down})
-        self.assert_record(records[down], status=None, error_kind="connect", depth=1, referrer=site.url())
+        self.assert_record(records[down], status=None, error_kind="refused", depth=1, referrer=site.url(),
+                           error="connection refused (robots.txt unreachable)")
         self.assertTrue(records[down].failed)
         self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
 
@@ -6134,12 +6136,13 @@ class CrawlerRobotsTest(CrawlerTestCase):
         self.assertEqual(len([r for r in records if r.error_kind == "max_pages"]), 5)
 
     def test_robots_txt_unreachable_says_how_many_tries(self):
-        url = f"http://127.0.0.1:{refused_port(self)}/"
-        records = crawl.crawl([url], max_tries=3, backoff=0.01)
+        # The host's problem comes first, then what it cost.
+        server = self.scripted(answer_then_reset(b"HTTP/1.1 200 OK\r\n"))
+        records = crawl.crawl([server.url("/")], max_tries=3, backoff=0.01)
         self.assertEqual(len(records), 1)
-        self.assertEqual(records[0].error_kind, "connect")
-        self.assertTrue(records[0].error.startswith("robots.txt unreachable after 3 tries: "),
-                        records[0].error)
+        self.assertEqual(records[0].error_kind, "reset")
+        self.assertTrue(records[0].error.startswith("connection reset by the server"), records[0].error)
+        self.assertTrue(records[0].error.endswith("(robots.txt unreachable after 3 tries)"), records[0].error)
 
 
 # ---------------------------------------------------------------------------
@@ -6208,7 +6211,8 @@ class CrawlerDescribeErrorTest(unittest.TestCase):
 
     def test_kinds(self):
         cases = [
-            (ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"), "connect"),
+            (ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"), "refused"),
+            (OSError(errno.ENETUNREACH, "Network is unreachable"), "connect"),
             (socket.gaierror(socket.EAI_NONAME, "Name or service not known"), "dns"),
             (TimeoutError("http://h.test/: timed out"), "timeout"),
             (ConnectionResetError(errno.ECONNRESET, "Connection reset by peer"), "reset"),
@@ -6232,6 +6236,13 @@ class CrawlerDescribeErrorTest(unittest.TestCase):
                          ("protocol", "bad status line"))
         self.assertEqual(crawl.describe_error(RuntimeError("surprise")),
                          ("internal", "unexpected RuntimeError: surprise"))
+
+    def test_a_dns_failure_names_the_host_first(self):
+        error = socket.gaierror(socket.EAI_NONAME, "Name or service not known (resolving 'xkcd.com')")
+        self.assertEqual(crawl.describe_error(error, "http://xkcd.com/"),
+                         ("dns", "cannot resolve host xkcd.com: Name or service not known"))
+        self.assertEqual(crawl.describe_error(error)[1],
+                         "cannot resolve host: Name or service not known (resolving 'xkcd.com')")
 
     def test_parse_retry_after(self):
         self.assertEqual(crawl.parse_retry_after("120"), 120.0)
@@ -6776,11 +6787,15 @@ class CrawlerRetryTest(CrawlerTestCase):
         self.assertEqual(server.connections, 2)
         self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_USAGE)
 
-    def test_connection_refused(self):
+    def test_connection_refused_is_not_retried(self):
+        # As wget and curl: nothing listens there, and asking again will not
+        # change that. Other network errors keep their retries (the table).
+        self.assertFalse(crawl.ERROR_KINDS["refused"].retried)
         url = f"http://127.0.0.1:{refused_port(self)}/"
         crawler, records = self.crawl_site(url, robots=False, max_tries=3)
         self.assertEqual(list(records), [url])
-        self.assert_record(records[url], status=None, error_kind="connect", tries=3, depth=0)
+        self.assert_record(records[url], status=None, error_kind="refused", tries=1, depth=0,
+                           error="connection refused")
         self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_USAGE)
 
     @virtual_clock
@@ -7081,12 +7096,14 @@ class FaultInjectionTest(FaultCase):
         record = self.crawl_one("http://crawl-py-test.invalid/", max_tries=3)
         self.assert_record(record, status=None, error_kind="dns", tries=tries,
                            error_contains="cannot resolve host")
+        # The host's problem first (robots.txt was asked for first, and failed).
+        self.assertTrue(record.error.startswith("cannot resolve host crawl-py-test.invalid: "), record.error)
         self.assert_no_leaks()
 
     def test_connection_refused(self):
         url = f"http://127.0.0.1:{refused_port(self)}/"
         record = self.crawl_one(url, max_tries=3)
-        self.assert_record(record, status=None, error_kind="connect", tries=3)
+        self.assert_record(record, status=None, error_kind="refused", tries=1)
         self.assert_no_leaks()
 
     def test_truncated_gzip_body_is_a_decoding_error(self):
@@ -7118,7 +7135,7 @@ class FaultServerDiesTest(FaultCase):
     def test_server_dies_in_the_middle_of_a_crawl(self):
         # "/" links to "/a"; "/a" links to 30 pages and shuts the server
         # down (listener closed) before answering. Every one of the 30
-        # queued URLs ends with one record: connect, after its tries.
+        # queued URLs ends with one record: refused, not retried.
         links = [f"/p{i}" for i in range(30)]
         site = None
 
@@ -7135,7 +7152,7 @@ class FaultServerDiesTest(FaultCase):
         self.assert_record(records[site.url("/")], status=200, error_kind=None, tries=1)
         self.assert_record(records[site.url("/a")], status=200, error_kind=None, tries=1)
         for link in links:
-            self.assert_record(records[site.url(link)], status=None, error_kind="connect", tries=3)
+            self.assert_record(records[site.url(link)], status=None, error_kind="refused", tries=1)
         self.assertEqual(site.targets(), ["/", "/a"])
         self.assertEqual(crawler.frontier.unfinished, 0)
         self.assert_no_leaks()
@@ -7162,7 +7179,7 @@ class FaultLeakTest(FaultCase):
         refused = f"http://127.0.0.1:{refused_port(self)}/"
         _, records = self.crawl_site([raw.url("/"), tls_site.url("/"), refused], max_tries=2)
         self.assertEqual({url: r.error_kind for url, r in records.items()},
-                         {raw.url("/"): "reset", tls_site.url("/"): "tls", refused: "connect"})
+                         {raw.url("/"): "reset", tls_site.url("/"): "tls", refused: "refused"})
         self.assert_no_leaks()
 
     def test_no_descriptor_or_task_left_after_an_interrupted_crawl(self):
@@ -7237,7 +7254,7 @@ class FaultNothingLostTest(FaultCase):
         }
         got = {url: (r.status, r.error_kind, r.tries) for url, r in records.items()}
         want = {server.url(t): value for t, value in expected.items()}
-        want[dead] = (None, "connect", 2)
+        want[dead] = (None, "refused", 1)
         self.assertEqual(got, want)
         self.assertEqual(records[server.url("/redir")].redirect, server.url("/target"))
         self.assertEqual(collections.Counter(server.targets), collections.Counter({
@@ -7522,7 +7539,7 @@ class CrawlerReportTest(CrawlerTestCase):
         url = f"http://127.0.0.1:{refused_port(self)}/"
         crawler, _ = self.crawl_site(url, robots=False, max_tries=1)
         summary = crawl.summarize(crawler)
-        self.assertEqual(summary[:3], ["Status:   no responses", "Errors:   connect 1", "Unfetched: none"])
+        self.assertEqual(summary[:3], ["Status:   no responses", "Errors:   refused 1", "Unfetched: none"])
         self.assertEqual(summary[-1], "Pages:    0 (HTML documents fetched with status 200)")
 
 
@@ -7624,9 +7641,11 @@ class CLITest(ServerTestCase):
         port = refused_port(self)
         result = run_cli("--max-tries", "1", "--no-robots", f"127.0.0.1:{port}")
         self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
-        self.assertIn("[connect]", result.stdout)
-        result = run_cli("--max-tries", "1", f"127.0.0.1:{port}")
+        self.assertIn("[refused] connection refused", result.stdout)
+        result = run_cli(f"127.0.0.1:{port}")
         self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+        # The host's problem first, not robots.txt's.
+        self.assertIn("[refused] connection refused (robots.txt unreachable)", result.stdout)
 
     def test_json_lines_output(self):
         site = self.site({"/": html_page("/a", "/missing", "/r"), "/a": html_page(),
