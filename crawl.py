@@ -196,6 +196,17 @@ OPTIONS = (
            "skip URLs matching REGEX (repeatable)", shown="none"),
     Option("robots", "--no-robots", True, "crawler", SWITCH, None,
            "do not fetch or obey robots.txt", shown="off"),
+    # Traps: URL spaces without end (a URL cut by one is recorded, not fetched).
+    Option("max_url_length", "--max-url-length", 2083, "crawler", whole_number(1), "N",
+           "longest URL fetched, in characters (the limit of Scrapy and of browsers' "
+           "address bars)"),
+    Option("max_path_segments", "--max-path-segments", 20, "crawler", whole_number(1), "N",
+           "most segments in a URL's path (/a/b/ has 3)"),
+    Option("max_segment_repeats", "--max-segment-repeats", 2, "crawler", whole_number(1), "N",
+           "times a run of path segments may come in a row (/a/b/a/b/ has 2)"),
+    Option("soft_404", "--no-soft-404", True, "crawler", SWITCH, None,
+           "do not probe each origin with a path that cannot exist, so do not spot "
+           "soft 404s (pages answered 200 for any path)", shown="off"),
     # The HTTP client.
     Option("timeout", "--timeout", 30.0, "client", seconds(False), "SECONDS",
            "total time for one fetch attempt, connecting included; retries and "
@@ -274,6 +285,12 @@ ERROR_KINDS = {
     "robots": ErrorKind(False, False, "disallowed by robots.txt"),
     "max_depth": ErrorKind(False, False, "deeper than --max-depth"),
     "max_pages": ErrorKind(False, False, "past --max-pages"),
+    "url_length": ErrorKind(False, False, "longer than --max-url-length"),
+    "path_segments": ErrorKind(False, False, "more path segments than --max-path-segments"),
+    "path_repeats": ErrorKind(False, False, "a run of path segments repeated more than "
+                              "--max-segment-repeats times"),
+    "soft_404": ErrorKind(False, False, "answered as the origin answers a path that cannot "
+                          "exist (a soft 404): fetched, its links not followed"),
     "interrupted": ErrorKind(False, False, "the crawl was interrupted first"),
 }
 
@@ -3028,6 +3045,9 @@ class FrontierItem(collections.namedtuple(
 
 REDIRECT_STATUSES = (301, 302, 303, 307, 308)
 RETRY_STATUSES = (429, 503)
+# The kinds of the trap defences (ERROR_KINDS, not failures): the summary
+# counts them apart, to show that the crawl was cut and where.
+TRAP_KINDS = ("url_length", "path_segments", "path_repeats", "soft_404")
 
 
 
@@ -3139,14 +3159,38 @@ def parse_retry_after(value, now=None):
 
 class _OriginState:
     """What the crawler keeps per origin: its host (whose requests are
-    spaced by the politeness delay; None for no spacing) and its
-    robots.txt rules (a Future, shared by every worker that needs them)."""
+    spaced by the politeness delay; None for no spacing), its robots.txt
+    rules and its soft-404 probe (Futures, shared by every worker that
+    needs them)."""
 
-    __slots__ = ("host", "robots")
+    __slots__ = ("host", "robots", "probe")
 
     def __init__(self, host):
         self.host = host
         self.robots = None
+        self.probe = None  # a Future of a _SoftNotFound, or of None when there is none
+
+
+class _SoftNotFound(collections.namedtuple("_SoftNotFound", "url content_type body")):
+    """What an origin answered with 200 for a path that cannot exist: the
+    probe's url, the response's content_type and its body without the
+    probe's URL (_without_echo)."""
+
+    __slots__ = ()
+
+
+def _without_echo(body, url):
+    """body (bytes) without the URL it was fetched from, as error pages
+    echo it ("/a/b was not found"): the URL, its target and the target
+    percent-decoded, each also HTML-escaped. Echoes of one character (the
+    target "/") are left alone."""
+    target = url_target(url)
+    echoes = {url, target, urllib.parse.unquote(target)}
+    echoes.update([html.escape(echo) for echo in echoes])
+    for echo in sorted(echoes, key=len, reverse=True):  # the URL before the target in it
+        if len(echo) > 1:
+            body = body.replace(echo.encode("utf-8"), b"")
+    return body
 
 
 class Crawler:
@@ -3189,6 +3233,16 @@ class Crawler:
         self.exclude = [re.compile(pattern) if isinstance(pattern, str) else pattern
                         for pattern in settings["exclude"]]
         self.robots = settings["robots"]
+        self.max_url_length = settings["max_url_length"]
+        self.max_path_segments = settings["max_path_segments"]
+        self.max_segment_repeats = settings["max_segment_repeats"]
+        if min(self.max_url_length, self.max_path_segments, self.max_segment_repeats) < 1:
+            raise ValueError("max_url_length, max_path_segments and max_segment_repeats "
+                             "must be at least 1")
+        # A run of whole segments, then the same run max_segment_repeats
+        # times more, ending where a segment ends.
+        self._repeated_run = re.compile(r"((?:/[^/]*)+?)\1{%d}(?=/|$)" % self.max_segment_repeats)
+        self.soft_404 = settings["soft_404"]
         self.on_record = on_record
         if client is None:
             client_options.setdefault("max_idle_per_origin", max_tasks)
@@ -3328,6 +3382,9 @@ class Crawler:
         if self.max_depth is not None and depth > self.max_depth:
             return self._not_fetched(record, "max_depth",
                                      f"not fetched: deeper than --max-depth {self.max_depth}")
+        trap = self._trap(url)
+        if trap is not None:
+            return self._not_fetched(record, *trap)
         if self.max_pages is not None and self.fetches_started >= self.max_pages:
             return self._not_fetched(record, "max_pages",
                                      f"not fetched: --max-pages {self.max_pages} reached")
@@ -3340,10 +3397,13 @@ class Crawler:
             if not rules.can_fetch(url_target(url)):
                 return self._not_fetched(record, rules.error_kind,
                                          rules.reason or "blocked by robots.txt")
-            if self.max_pages is not None and self.fetches_started >= self.max_pages:
-                # Other workers started fetches while this one waited for robots.txt.
-                return self._not_fetched(record, "max_pages",
-                                         f"not fetched: --max-pages {self.max_pages} reached")
+        if self.soft_404 and (state.probe is None or not state.probe.done()):
+            yield from self._probe_soft_404(origin, state)
+        if self.max_pages is not None and self.fetches_started >= self.max_pages:
+            # Other workers started fetches while this one waited for robots.txt
+            # or the soft-404 probe.
+            return self._not_fetched(record, "max_pages",
+                                     f"not fetched: --max-pages {self.max_pages} reached")
         self.fetches_started += 1
         started = get_event_loop().time()
         try:
@@ -3364,6 +3424,10 @@ class Crawler:
             self._take_response_facts(record, response)
             if response.status in REDIRECT_STATUSES and response.location:
                 self._follow_redirect(record, response.location, item)
+            elif response.status == 200 and self._is_soft_404(item, response, state):
+                record.error_kind, record.error = "soft_404", (
+                    f"soft 404: the same answer as for {state.probe.result().url}, a path "
+                    "that cannot exist; links not followed")
             elif response.status == 200 and record.content_type in HTML_TYPES:
                 self._follow_links(record, response, item.depth)
 
@@ -3499,6 +3563,86 @@ class Crawler:
             return RobotsRules.allow_all()
         logger.info("%s: more than 5 redirects; robots.txt treated as unavailable", where)
         return RobotsRules.allow_all()
+
+    # Skip on first reading: traps, URL spaces without end.
+    def _trap(self, url):
+        """(kind, message) for a URL that a trap limit keeps from being
+        fetched, or None. Checked on each URL taken from the frontier (not
+        on each link found: most links are seen before)."""
+        if len(url) > self.max_url_length:
+            return "url_length", (f"not fetched: {len(url)} characters, more than "
+                                  f"--max-url-length {self.max_url_length}")
+        path = url_target(url).partition("?")[0]
+        segments = path.split("/")  # "" first, before the path's first "/"
+        if len(segments) - 1 > self.max_path_segments:
+            return "path_segments", (f"not fetched: {len(segments) - 1} path segments, more "
+                                     f"than --max-path-segments {self.max_path_segments}")
+        # A repeated run repeats segments: most paths have none, and skip the
+        # search (20 us a URL; this test, 1 us).
+        if len(segments) - len(set(segments)) < self.max_segment_repeats:
+            return None
+        run = self._repeated_run.search(path)
+        if run is not None:
+            return "path_repeats", (f"not fetched: the path repeats {run.group(1)!r} more than "
+                                    f"--max-segment-repeats {self.max_segment_repeats} times")
+        return None
+
+    def _probe_soft_404(self, origin, state):
+        """Once per origin, before its first page: fetch a random path that
+        cannot exist. An origin that answers it with 200 answers 200 for any
+        path (a "soft 404"), and its pages that look like that answer are
+        not followed (_is_soft_404). Workers that come meanwhile wait for
+        the one probe."""
+        if state.probe is not None:
+            yield from state.probe
+            return
+        state.probe = Future()
+        try:
+            probe = yield from self._fetch_probe(origin, state)
+        except BaseException:
+            state.probe.cancel()  # cancelled (Ctrl-C): the next worker asks again
+            state.probe = None
+            raise
+        state.probe.set_result(probe)
+
+    def _fetch_probe(self, origin, state):
+        """The probe's request: one try, no retries (a probe that fails
+        only means soft 404s are not spotted on that origin); logged at
+        INFO (-v) with its outcome. Returns a _SoftNotFound or None."""
+        scheme, host, port = origin
+        target = "/crawl.py-probe-" + os.urandom(8).hex()
+        url = f"{scheme}://{host_field(scheme, host, port)}{target}"
+        rules = state.robots.result() if state.robots is not None and state.robots.done() else None
+        if rules is not None and not rules.can_fetch(target):
+            logger.info("soft-404 probe %s: disallowed by robots.txt; soft 404s not spotted", url)
+            return None
+        yield from self._polite_wait(state)
+        try:
+            response = yield from self._fetch_once(url)
+        except Exception as error:
+            logger.info("soft-404 probe %s: %s; soft 404s not spotted",
+                        url, describe_error(error, url)[1])
+            return None
+        if response.status != 200:
+            logger.info("soft-404 probe %s: %d, as it should", url, response.status)
+            return None
+        logger.info("soft-404 probe %s: 200; pages that answer the same are soft 404s", url)
+        return _SoftNotFound(url, response.content_type, _without_echo(response.body, url))
+
+    def _is_soft_404(self, item, response, state):
+        """Whether a 200 response is the origin's soft 404: its probe was
+        answered with 200, and the response has the same content type and
+        the same body once each has lost the echo of its own URL. Exact,
+        not similar: a page that differs in one byte (a real page on the
+        same template, or a soft 404 with a clock) is followed, and only
+        the path limits (_trap) stop a trap of those; a rule by size would
+        silently drop real pages. A root (depth 0) is never one: the user
+        asked for it."""
+        probe = state.probe.result() if state.probe is not None and state.probe.done() else None
+        return (probe is not None and item.depth > 0
+                and response.content_type == probe.content_type
+                and len(response.body) >= len(probe.body)
+                and _without_echo(response.body, response.url) == probe.body)
 
     # Following links -----------------------------------------------------------
 
@@ -3645,7 +3789,8 @@ def summarize(crawler):
     errors = collections.Counter(record.error_kind for record in records
                                  if record.error_kind not in NOT_FETCHED_KINDS + (None,))
     not_fetched = collections.Counter(record.error_kind for record in records
-                                      if record.error_kind in NOT_FETCHED_KINDS)
+                                      if record.error_kind in NOT_FETCHED_KINDS
+                                      and record.status is None)  # a soft 404 was fetched
     body_bytes = sum(record.size for record in records)
     lines = []
     if crawler.interrupted:
@@ -3658,6 +3803,9 @@ def summarize(crawler):
                                  or "no responses"))
     lines.append("Errors:   " + (_counts(errors) or "none"))
     lines.append("Unfetched: " + (_counts(not_fetched) or "none"))
+    traps = _trap_counts(records)
+    if traps:
+        lines.append("Traps:    " + traps)
     lines.append(f"Bytes:    {body_bytes} (decoded bodies)")
     lines.append(f"URLs:     {stats['urls']} in {stats['elapsed']:.2f} s, "
                  f"{stats['failed']} failed, {stats['pages_per_second']:.0f} pages/s")
@@ -3667,6 +3815,17 @@ def summarize(crawler):
 
 def _counts(counter):
     return ", ".join(f"{key} {count}" for key, count in counter.most_common())
+
+
+def _trap_counts(records):
+    """The records cut by a trap defence, by kind, each with where the cut
+    began (its shortest URL): "path_repeats 12 from http://h/a/a/a/"."""
+    cut = collections.defaultdict(list)
+    for record in records:
+        if record.error_kind in TRAP_KINDS:
+            cut[record.error_kind].append(record.url)
+    return ", ".join(f"{kind} {len(urls)} from {min(urls, key=lambda url: (len(url), url))}"
+                     for kind, urls in sorted(cut.items(), key=lambda item: -len(item[1])))
 
 
 def report(crawler, out, quiet=False):

@@ -15,9 +15,11 @@ import errno
 import gc
 import gzip
 import hashlib
+import html
 import http
 import http.server
 import io
+import itertools
 import json
 import logging
 import os
@@ -1123,8 +1125,11 @@ def ssl_error():
 class CrawlerTestCase(LoopTestCase):
     """LoopTestCase plus the crawl runner and the record assertion."""
 
-    # Options every crawl_site() of the class starts from.
-    crawl_defaults = {"backoff": 0.01}
+    # Options every crawl_site() of the class starts from. The soft-404
+    # probe (on by default) is one more request per origin: off here, so
+    # that tests count the requests of what they test; the probe's own
+    # tests (CrawlerTrapTest) and the command line's run with it.
+    crawl_defaults = {"backoff": 0.01, "soft_404": False}
 
     def crawl_site(self, roots, run_timeout=20, **options):
         """Run a Crawler on the test's loop with crawl_defaults updated by
@@ -1210,7 +1215,7 @@ class FaultCase(CrawlerTestCase):
     and three tries, and can check that every file descriptor the test
     opened was closed."""
 
-    crawl_defaults = {"backoff": 0.01, "robots": False, "timeout": 2.0, "max_tries": 3}
+    crawl_defaults = {"backoff": 0.01, "robots": False, "timeout": 2.0, "max_tries": 3, "soft_404": False}
 
     def setUp(self):
         super().setUp()
@@ -1500,8 +1505,10 @@ class VocabularyTest(unittest.TestCase):
         for cls in (crawl.HTTPError, crawl.ProtocolError, crawl.BodyTooLarge,
                     crawl.TruncatedBody, crawl.ContentDecodingError):
             self.assertIn(cls.kind, crawl.ERROR_KINDS)
-        self.assertEqual(crawl.NOT_FETCHED_KINDS, ("robots", "max_depth", "max_pages",
+        self.assertEqual(crawl.NOT_FETCHED_KINDS, ("robots", "max_depth", "max_pages", "url_length",
+                                                   "path_segments", "path_repeats", "soft_404",
                                                    "interrupted"))
+        self.assertEqual([kind for kind in crawl.TRAP_KINDS if kind not in crawl.NOT_FETCHED_KINDS], [])
 
     def test_retries_and_failures_follow_the_table(self):
         samples = {
@@ -6086,7 +6093,7 @@ class CrawlerRobotsTest(CrawlerTestCase):
                             "/": html_page("/1", "/2", "/3", "/4")})
         for i in range(1, 5):
             site.routes[f"/{i}"] = html_page()
-        crawler = crawl.Crawler(site.url(), max_tasks=4, backoff=0.01)
+        crawler = crawl.Crawler(site.url(), max_tasks=4, backoff=0.01, soft_404=False)
         sent = fetch_times(crawler.client)
         records = self.run_co(crawler.crawl(), timeout=60)
         self.assertEqual(len(records), 5)
@@ -6106,7 +6113,7 @@ class CrawlerRobotsTest(CrawlerTestCase):
                 site = self.site({"/robots.txt": robots_page(f"User-agent: *\nCrawl-delay: {crawl_delay}\n"),
                                     "/": html_page("/1", "/2")})
                 site.routes["/1"] = site.routes["/2"] = html_page()
-                crawler = crawl.Crawler(site.url(), max_tasks=3, delay=delay, backoff=0.01)
+                crawler = crawl.Crawler(site.url(), max_tasks=3, delay=delay, backoff=0.01, soft_404=False)
                 sent = fetch_times(crawler.client)
                 self.run_co(crawler.crawl(), timeout=60)
                 self.assertEqual(len(self.page_times(site)), 3)
@@ -6132,7 +6139,8 @@ class CrawlerRobotsTest(CrawlerTestCase):
         records = crawl.crawl([site.url()], max_pages=2, max_tasks=10)
         fetched = [r for r in records if r.tries]
         self.assertEqual(len(fetched), 2)
-        self.assertEqual(len(site.targets()) + len(other.targets()) - 2, 2)  # minus two robots.txt
+        # minus two robots.txt and two soft-404 probes (which are not pages)
+        self.assertEqual(len(site.targets()) + len(other.targets()) - 4, 2)
         self.assertEqual(len([r for r in records if r.error_kind == "max_pages"]), 5)
 
     def test_robots_txt_unreachable_says_how_many_tries(self):
@@ -6765,7 +6773,7 @@ class CrawlerRetryTest(CrawlerTestCase):
 
         server = RawServer(script)
         self.addCleanup(server.close)
-        crawler = crawl.Crawler(server.url(), robots=False, backoff=1.0)
+        crawler = crawl.Crawler(server.url(), robots=False, backoff=1.0, soft_404=False)
         sent = fetch_times(crawler.client)
         records = self.run_co(crawler.crawl(), timeout=60)
         self.assert_record(records[server.url()], status=200, tries=3, error=None)
@@ -6812,7 +6820,7 @@ class CrawlerRetryTest(CrawlerTestCase):
 
         server = RawServer(script)
         self.addCleanup(server.close)
-        crawler = crawl.Crawler(server.url(), robots=False, backoff=1.0, timeout=30)
+        crawler = crawl.Crawler(server.url(), robots=False, backoff=1.0, timeout=30, soft_404=False)
         sent = fetch_times(crawler.client)
         records = self.run_co(crawler.crawl(), timeout=60)
         self.assert_record(records[server.url()], status=200, tries=2)
@@ -7317,7 +7325,7 @@ class SafetyTest(FaultCase):
         site.routes["/d"] = html_page()
         with tempfile.TemporaryDirectory() as directory:
             output = os.path.join(directory, "out.jsonl")
-            result = run_cli(f"http://user:secret@127.0.0.1:{site.port}/", "-o", output,
+            result = run_cli(f"http://user:secret@127.0.0.1:{site.port}/", "--no-soft-404", "-o", output,
                                     timeout=30)
             self.assertEqual(result.returncode, 0, result.stderr)
             with open(output, encoding="utf-8") as file:
@@ -7434,11 +7442,11 @@ class SafetyTest(FaultCase):
         self.assertEqual(result.returncode, 2, "no root could be fetched")
         self.assertIn("[tls] certificate verify failed", result.stdout)
         self.assertNotIn("verification was disabled", result.stdout)
-        result = run_cli("--no-robots", "--cafile", CERT_FILE, site.url("/"), timeout=30)
+        result = run_cli("--no-robots", "--no-soft-404", "--cafile", CERT_FILE, site.url("/"), timeout=30)
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         self.assertNotIn("verification was disabled", result.stdout)
         self.assertNotIn("DISABLED", result.stderr)
-        result = run_cli("--no-robots", "--insecure", site.url("/"), timeout=30)
+        result = run_cli("--no-robots", "--no-soft-404", "--insecure", site.url("/"), timeout=30)
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         self.assertIn("WARNING: TLS certificate verification was disabled", result.stdout)
         self.assertIn("TLS certificate verification is DISABLED", result.stderr)
@@ -7452,6 +7460,171 @@ class SafetyTest(FaultCase):
         self.assert_record(records[site.url("/")], status=200, error_kind=None, tries=1)
         self.assertIn("WARNING: TLS certificate verification was disabled", crawl.summarize(crawler))
         self.assert_no_leaks()
+
+
+class CrawlerTrapTest(CrawlerTestCase):
+    """URL spaces without end: soft 404s (one probe per origin) and the path
+    limits. At the default options, as a user runs the crawler."""
+
+    crawl_defaults = {"backoff": 0.01}
+
+    def catch_all_site(self, page, routes=None):
+        """A site that answers every path (but /robots.txt) with page."""
+        site = self.site({})
+        site.routes = CatchAllRoutes(page, routes)
+        return site
+
+    def probes(self, site):
+        return [target for target in site.targets() if target.startswith("/crawl.py-probe-")]
+
+    def assert_every_url_recorded(self, crawler, records):
+        self.assertEqual(set(crawler.seen), set(records))
+        self.assertEqual(crawler.frontier.unfinished, 0)
+
+    def test_soft_404_site_ends_by_itself(self):
+        # Every path answers 200 with the same relative links: without a
+        # defence, /a/a/a/... for ever (13,600 URLs in 60 s, then killed).
+        site = self.catch_all_site(html_page("sitemap", "a/"))
+        started = time.monotonic()
+        crawler, records = self.crawl_site(site.url())
+        self.assertLess(time.monotonic() - started, 5)
+        self.assert_every_url_recorded(crawler, records)
+        [probe] = self.probes(site)
+        targets = site.targets()
+        self.assertEqual(targets[:3], ["/robots.txt", probe, "/"])
+        self.assertEqual(sorted(targets[3:]), ["/a/", "/sitemap"])  # fetched at once, in any order
+        # The root is never a soft 404 (it was asked for); its links are followed.
+        self.assert_record(records[site.url("/")], status=200, error_kind=None, links=2, new_links=2)
+        for target in ("/sitemap", "/a/"):
+            record = records[site.url(target)]
+            self.assert_record(record, status=200, error_kind="soft_404", links=0, new_links=0, tries=1,
+                               error_contains=f"the same answer as for {site.url(probe)}")
+            self.assertFalse(record.failed)
+            self.assertFalse(record.is_page)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_OK)
+        summary = crawl.summarize(crawler)
+        self.assertIn(f"Traps:    soft_404 2 from {site.url('/a/')}", summary)
+        self.assertIn("Unfetched: none", summary, "a soft 404 was fetched")
+
+    def test_soft_404_that_echoes_the_requested_path(self):
+        # "/a/ was not found": the same page once each loses its own path.
+        def not_found(handler):
+            path = urllib.parse.unquote(handler.path)
+            return html_page("sitemap", "a/", extra=f"<p>{html.escape(path)} was not found at "
+                                                     f"http://127.0.0.1:{site.port}{handler.path}</p>")
+        site = self.catch_all_site(not_found)
+        crawler, records = self.crawl_site(site.url())
+        self.assert_every_url_recorded(crawler, records)
+        self.assertEqual({url: r.error_kind for url, r in records.items()},
+                         {site.url("/"): None, site.url("/sitemap"): "soft_404", site.url("/a/"): "soft_404"})
+
+    def test_soft_404_with_a_clock_is_cut_by_the_path_limits(self):
+        # Not the same page twice (a counter): no soft 404 is recognized, by
+        # design (an exact match never drops a real page); the repeated
+        # segment stops the crawl instead.
+        counter = itertools.count()
+
+        def changing(handler):
+            return html_page("sitemap", "a/", extra=f"<p>request {next(counter)}</p>")
+        site = self.catch_all_site(changing)
+        crawler, records = self.crawl_site(site.url())
+        self.assert_every_url_recorded(crawler, records)
+        got = {url[len(site.origin):]: (r.status, r.error_kind, r.tries) for url, r in records.items()}
+        fetched = ["/", "/sitemap", "/a/", "/a/sitemap", "/a/a/", "/a/a/sitemap"]
+        self.assertEqual(got, dict({target: (200, None, 1) for target in fetched},
+                                   **{"/a/a/a/": (None, "path_repeats", 0)}))
+        self.assert_record(records[site.url("/a/a/a/")], failed=False, depth=3, referrer=site.url("/a/a/"),
+                           error="not fetched: the path repeats '/a' more than --max-segment-repeats 2 times")
+        self.assertEqual(len(self.probes(site)), 1)
+        self.assertIn(f"Traps:    path_repeats 1 from {site.url('/a/a/a/')}", crawl.summarize(crawler))
+        self.assertIn("Unfetched: path_repeats 1", crawl.summarize(crawler))
+
+    def test_a_site_that_404s_costs_one_request_per_origin(self):
+        other = self.site({"/": html_page("/b"), "/b": html_page()})
+        site = self.site({"/": html_page("/a", other.url("/")), "/a": html_page()})
+        with self.assertLogs("crawl", "INFO") as logs:
+            crawler, records = self.crawl_site(site.url())
+        self.assertEqual(len(records), 4)
+        self.assertTrue(all(r.status == 200 and r.error is None for r in records.values()))
+        for server, pages in ((site, ["/", "/a"]), (other, ["/", "/b"])):
+            [probe] = self.probes(server)
+            self.assertEqual(sorted(server.targets()), sorted(["/robots.txt", probe] + pages))
+            # Logged (-v), not recorded: the probe is no URL of the site.
+            self.assertIn(f"soft-404 probe {server.url(probe)}: 404, as it should", "\n".join(logs.output))
+        self.assertNotIn("Traps:", "\n".join(crawl.summarize(crawler)))
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_OK)
+
+    def test_no_soft_404_probe(self):
+        site = self.catch_all_site(html_page("b"))
+        crawler, records = self.crawl_site(site.url(), soft_404=False)
+        self.assertEqual(self.probes(site), [])
+        self.assertEqual({r.error_kind for r in records.values()}, {None})
+
+    def test_the_probe_obeys_robots_txt(self):
+        site = self.catch_all_site(html_page("b"), {
+            "/robots.txt": robots_page("User-agent: *\nDisallow: /crawl.py-probe-\n")})
+        with self.assertLogs("crawl", "INFO") as logs:
+            crawler, records = self.crawl_site(site.url())
+        self.assertEqual(self.probes(site), [])
+        self.assertIn("disallowed by robots.txt; soft 404s not spotted", "\n".join(logs.output))
+        self.assertEqual(set(records), {site.url("/"), site.url("/b")})
+
+    def test_path_limits_are_recorded_not_fetched_and_counted(self):
+        deep = "/" + "/".join(str(i) for i in range(21))
+        long_query = "/search?q=" + "x" * 2100
+        links = ["/a/b/a/b/a/b/", "/a/b/a/b/", deep, deep.rsplit("/", 1)[0], long_query, "/c//////"]
+        site = self.site({"/": html_page(*links)})
+        crawler, records = self.crawl_site(site.url())
+        self.assert_every_url_recorded(crawler, records)
+        kinds = {url[len(site.origin):]: r.error_kind for url, r in records.items() if r.error_kind}
+        self.assertEqual(kinds, {"/a/b/a/b/a/b/": "path_repeats", deep: "path_segments",
+                                 long_query: "url_length", "/c//////": "path_repeats"})
+        for target in kinds:
+            self.assert_record(records[site.url(target)], status=None, tries=0, failed=False)
+        self.assertNotIn("/a/b/a/b/a/b/", site.targets())
+        self.assertIn("/a/b/a/b/", site.targets())  # twice in a row is fine
+        self.assertIn(deep.rsplit("/", 1)[0], site.targets())  # 20 segments are fine
+        self.assert_record(records[site.url(deep)],
+                           error="not fetched: 21 path segments, more than --max-path-segments 20")
+        length = len(site.url(long_query))
+        self.assert_record(records[site.url(long_query)],
+                           error=f"not fetched: {length} characters, more than --max-url-length 2083")
+        summary = crawl.summarize(crawler)
+        self.assertIn(f"Traps:    path_repeats 2 from {site.url('/c//////')}, path_segments 1 from "
+                      f"{site.url(deep)}, url_length 1 from {site.url(long_query)}", summary)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)  # the 404s of the shorter links
+
+    def test_path_limits_follow_their_options(self):
+        crawler = crawl.Crawler(["http://h.test/"], max_url_length=30, max_path_segments=3,
+                                max_segment_repeats=1)
+        self.addCleanup(crawler.client.close)
+        cases = {
+            "http://h.test/a/b/": None, "http://h.test/a/b/c": None,
+            "http://h.test/a/b/c/": "path_segments", "http://h.test/a/a": "path_repeats",
+            "http://h.test/a/ab": None, "http://h.test/ab/b": None, "http://h.test/x?q=/a/a/a/a": None,
+            "http://h.test/?q=" + "x" * 14: "url_length", "http://h.test/?q=" + "x" * 13: None,
+        }
+        for url, kind in cases.items():
+            with self.subTest(url=url):
+                trap = crawler._trap(url)
+                self.assertEqual(trap and trap[0], kind)
+        default = crawl.Crawler(["http://h.test/"])
+        self.addCleanup(default.client.close)
+        for url, kind in {"http://h.test/a/b/a/b/a/b": "path_repeats", "http://h.test/a/b/a/b/a/c": None,
+                          "http://h.test/x/y/z/y/z/y/z/w": "path_repeats", "http://h.test/a/a/ab/": None,
+                          "http://h.test/" + "x" * 2069: None, "http://h.test/" + "x" * 2070: "url_length"}.items():
+            with self.subTest(url=url):
+                trap = default._trap(url)
+                self.assertEqual(trap and trap[0], kind)
+        for keyword in ("max_url_length", "max_path_segments", "max_segment_repeats"):
+            with self.subTest(keyword=keyword), self.assertRaises(ValueError):
+                crawl.Crawler(["http://h.test/"], **{keyword: 0})
+
+    def test_the_command_line_reports_the_cut(self):
+        site = self.catch_all_site(html_page("sitemap", "a/"))
+        result = run_cli("-q", site.url())
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn(f"Traps:    soft_404 2 from {site.url('/a/')}", result.stdout)
 
 
 class CrawlerBookkeepingTest(CrawlerTestCase):
@@ -7486,7 +7659,7 @@ class CrawlerBookkeepingTest(CrawlerTestCase):
 
         client.fetch = watching_fetch
         crawler = crawl.Crawler("http://example.test/", client=client, robots=False,
-                                delay=0.02, max_tasks=3)
+                                delay=0.02, max_tasks=3, soft_404=False)
         self.run_co(crawler.crawl())
         # The root alone, then a.html on the wire while b.html waits for its
         # politeness slot: two URLs in progress, one request fetching.
@@ -7823,7 +7996,7 @@ class FaultSubprocessTest(ServerTestCase):
         def lower_the_limit():
             resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
 
-        result = run_cli("-q", "--max-tasks", "500", "-o", self.output, site.url("/"),
+        result = run_cli("-q", "--max-tasks", "500", "--no-soft-404", "-o", self.output, site.url("/"),
                                 preexec_fn=lower_the_limit)
         self.assertNotIn("Traceback", result.stderr)
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
@@ -7965,7 +8138,7 @@ class BadInputTest(unittest.TestCase):
 
     def test_max_redirect_zero_is_accepted_and_follows_no_redirect(self):
         self.site.routes["/"] = redirect("/a")
-        status, stdout, stderr = run_main(["-q", "--no-robots", "--max-redirect", "0",
+        status, stdout, stderr = run_main(["-q", "--no-robots", "--no-soft-404", "--max-redirect", "0",
                                                 "-o", os.devnull, self.root])
         self.assertNotIn("error:", stderr)
         self.assertEqual(self.site.targets(), ["/"], "the redirect is not followed")
