@@ -3199,7 +3199,8 @@ class Crawler:
     roots: URLs or host names ("xkcd.com", "http://host:8000/path").
     Options: the keywords of OPTIONS for the "crawler" (max_tasks,
     max_redirect, max_tries, max_pages, max_depth, delay, backoff,
-    max_retry_after, lenient, exclude, robots) and for the "client" (passed
+    max_retry_after, lenient, exclude, robots, max_url_length,
+    max_path_segments, max_segment_repeats, soft_404) and for the "client" (passed
     to the Client it makes), with the defaults and meanings given there;
     times in seconds, sizes in bytes. Besides those, on_record is a
     function(Record) called as each URL finishes, and client a Client to
@@ -3599,6 +3600,9 @@ class Crawler:
         state.probe = Future()
         try:
             probe = yield from self._fetch_probe(origin, state)
+        except Exception:  # a bug: the origin goes unprobed, the workers waiting go on
+            logger.exception("soft-404 probe for %s", origin)
+            probe = None
         except BaseException:
             state.probe.cancel()  # cancelled (Ctrl-C): the next worker asks again
             state.probe = None

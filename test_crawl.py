@@ -7569,6 +7569,21 @@ class CrawlerTrapTest(CrawlerTestCase):
         self.assertIn("disallowed by robots.txt; soft 404s not spotted", "\n".join(logs.output))
         self.assertEqual(set(records), {site.url("/"), site.url("/b")})
 
+    def test_a_probe_that_fails_unexpectedly_holds_up_nothing(self):
+        class BrokenProbe(crawl.Crawler):
+            def _fetch_probe(self, origin, state):
+                raise RuntimeError("a bug in the probe")
+                yield
+
+        site = self.site({"/": html_page("/a", "/b", "/c"), "/a": html_page(), "/b": html_page(),
+                          "/c": html_page()})
+        crawler = BrokenProbe(site.url(), max_tasks=4)
+        with self.assertLogs("crawl", "ERROR") as logs:
+            records = self.run_co(crawler.crawl(), timeout=10)
+        self.assertIn("a bug in the probe", "\n".join(logs.output))
+        self.assertEqual({url: r.status for url, r in records.items()},
+                         {site.url(t): 200 for t in ("/", "/a", "/b", "/c")})
+
     def test_path_limits_are_recorded_not_fetched_and_counted(self):
         deep = "/" + "/".join(str(i) for i in range(21))
         long_query = "/search?q=" + "x" * 2100
