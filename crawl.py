@@ -196,7 +196,7 @@ OPTIONS = (
            "skip URLs matching REGEX (repeatable)", shown="none"),
     Option("robots", "--no-robots", True, "crawler", SWITCH, None,
            "do not fetch or obey robots.txt", shown="off"),
-    # Traps: URL spaces without end (a URL cut by one is recorded, not fetched).
+    # Traps: URL spaces without end (what a defence cuts is recorded, by its kind).
     Option("max_url_length", "--max-url-length", 2083, "crawler", whole_number(1), "N",
            "longest URL fetched, in characters (the limit of Scrapy and of browsers' "
            "address bars)"),
