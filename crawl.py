@@ -215,6 +215,17 @@ OPTIONS = (
            "skip URLs matching REGEX (repeatable)", shown="none"),
     Option("robots", "--no-robots", True, "crawler", SWITCH, None,
            "do not fetch or obey robots.txt", shown="off"),
+    # Traps: URL spaces without end (what a defence cuts is recorded, by its kind).
+    Option("max_url_length", "--max-url-length", 2083, "crawler", whole_number(1), "N",
+           "longest URL fetched, in characters (the limit of Scrapy and of browsers' "
+           "address bars)"),
+    Option("max_path_segments", "--max-path-segments", 20, "crawler", whole_number(1), "N",
+           "most segments in a URL's path (/a/b/ has 3)"),
+    Option("max_segment_repeats", "--max-segment-repeats", 2, "crawler", whole_number(1), "N",
+           "times a run of path segments may come in a row (/a/b/a/b/ has 2)"),
+    Option("soft_404", "--no-soft-404", True, "crawler", SWITCH, None,
+           "do not probe each origin with a path that cannot exist, so do not spot "
+           "soft 404s (pages answered 200 for any path)", shown="off"),
     # The HTTP client.
     Option("timeout", "--timeout", 30.0, "client", seconds(False), "SECONDS",
            "total time for one fetch attempt, connecting included; retries and "
@@ -283,7 +294,9 @@ class ErrorKind(collections.namedtuple("ErrorKind", "failure retried meaning")):
 ERROR_KINDS = {
     # Failures: something is broken.
     "timeout": ErrorKind(True, True, "no answer within --timeout"),
-    "connect": ErrorKind(True, True, "the connection was refused or the host unreachable"),
+    "refused": ErrorKind(True, False, "the connection was refused: nothing listens on that port "
+                         "(not retried, as wget and curl do not)"),
+    "connect": ErrorKind(True, True, "the host or its network is unreachable"),
     "dns": ErrorKind(True, False, "the host name does not resolve (a temporary DNS "
                      "failure is retried)"),
     "tls": ErrorKind(True, False, "the TLS handshake failed: certificate or protocol"),
@@ -300,6 +313,12 @@ ERROR_KINDS = {
     "robots": ErrorKind(False, False, "disallowed by robots.txt"),
     "max_depth": ErrorKind(False, False, "deeper than --max-depth"),
     "max_pages": ErrorKind(False, False, "past --max-pages"),
+    "url_length": ErrorKind(False, False, "longer than --max-url-length"),
+    "path_segments": ErrorKind(False, False, "more path segments than --max-path-segments"),
+    "path_repeats": ErrorKind(False, False, "a run of path segments repeated more than "
+                              "--max-segment-repeats times"),
+    "soft_404": ErrorKind(False, False, "answered as the origin answers a path that cannot "
+                          "exist (a soft 404): fetched, its links not followed"),
     "interrupted": ErrorKind(False, False, "the crawl was interrupted first"),
 }
 
@@ -2110,13 +2129,44 @@ def parse_charset(content_type):
 # Parsing a response ---------------------------------------------------------
 
 
+# The leniencies kept, each safe because it cannot make two parsers disagree
+# on where a line, a field or the body ends: a bare LF ends a line as CRLF
+# does (RFC 9112 §2.2); obsolete line folding is unfolded into one SP
+# (§5.2); a missing reason phrase is fine (§4); whitespace around a chunk
+# size is ignored, and the CRLF after the last trailer may be missing at
+# the end of the connection (§7.1); empty lines between an interim (1xx)
+# response and the next are skipped (§2.2's robustness rule for requests,
+# as some servers send one after "100 Continue"). Not kept: a bare CR and
+# a NUL (see _invalid_octet).
+
+def _invalid_octet(data):
+    """Why the lines of a head (the status line, the field lines, the
+    trailers) or a chunk-size line are invalid, or None: a CR is only ever
+    part of a CRLF line end; NUL is nowhere. RFC 9112 §2.2
+    and RFC 9110 §5.5 let a recipient either reject these or replace each
+    with SP; this rejects them. A bare CR that another parser (a proxy, a
+    cache) takes as a line end makes the two see different fields: the
+    response splitting these rules exist against. Replacing it with SP
+    would hide that disagreement and record a reason or a Content-Type the
+    server never meant; rejecting it records the fault as it is."""
+    if b"\0" in data:
+        return "a NUL"
+    if data.count(b"\r") != data.count(b"\r\n"):  # two counts: C speed, no per-line loop
+        return "a bare CR"
+    return None
+
+
 def parse_status_line(line, url=None):
     """Parse b'HTTP/1.1 200 OK\\r\\n' into ("HTTP/1.1", 200, "OK").
 
     The grammar is HTTP-version SP 3DIGIT [SP reason-phrase] (RFC 9112 §4);
     a missing reason phrase is fine; a code below 100 is not a status
-    (RFC 9110 §15). ProtocolError otherwise, naming the bytes seen."""
-    text = line.rstrip(b"\r\n")
+    (RFC 9110 §15). ProtocolError otherwise, naming the bytes seen; also
+    for a bare CR or a NUL anywhere in the line."""
+    invalid = _invalid_octet(line)
+    if invalid:
+        raise ProtocolError(f"invalid status line {bytes(line[:100])!r}: {invalid}", url)
+    text = line[:-2] if line.endswith(b"\r\n") else line[:-1] if line.endswith(b"\n") else line
     version, _, rest = text.partition(b" ")
     code, _, reason = rest.partition(b" ")
     if (len(version) != 8 or not version.startswith(b"HTTP/1.") or not version[7:8].isdigit()
@@ -2130,10 +2180,12 @@ def parse_fields(lines, url=None):
     ending the section) into Fields. Line endings (CRLF or a bare LF) are
     ignored; obsolete line folding (a line starting with SP or HTAB) is
     unfolded into the previous value (RFC 9112 §5.2). ProtocolError for a
-    line that is not name: value."""
+    line that is not name: value. (read_response rejects a bare CR or a NUL
+    in the bytes before they get here.)"""
     pairs = []
     for line in lines:
-        line = line.rstrip("\r\n")
+        line = line[:-1] if line.endswith("\n") else line  # one line end, no more
+        line = line[:-1] if line.endswith("\r") else line
         if line[:1] in (" ", "\t"):
             if not pairs:
                 raise ProtocolError(f"continuation line before any field {line[:100]!r}", url)
@@ -2152,31 +2204,49 @@ def parse_fields(lines, url=None):
 _END_OF_FIELDS = re.compile(rb"(?:^|\n)\r?\n")
 
 
-def _read_field_block(stream, budget, url, too_large):
+def _read_field_block(stream, budget, url, too_large, what="field"):
     """Read field lines up to and including the blank line (the fields of
-    a head, or the trailers after a chunked body); returns the bytes.
-    ProtocolError(too_large) when they exceed budget bytes."""
+    a head, or the trailers after a chunked body: what says which); returns
+    the bytes. ProtocolError(too_large) when they exceed budget bytes, and
+    for a bare CR or a NUL in them."""
     try:
-        return (yield from stream.readuntil(_END_OF_FIELDS, budget))
+        block = yield from stream.readuntil(_END_OF_FIELDS, budget)
     except LimitOverrunError:
         raise ProtocolError(too_large, url) from None
+    invalid = _invalid_octet(block)
+    if invalid:
+        raise ProtocolError(f"invalid {what} line {_faulty_line(block)!r}: {invalid}", url)
+    return block
+
+
+def _faulty_line(block):
+    """The first line of block holding a NUL or a bare CR (for messages)."""
+    for line in bytes(block).split(b"\n"):
+        if _invalid_octet(line + b"\n"):
+            return line[:100]
+    return block[:100]
 
 
 def _read_head(stream, url):
     """Read the status line and field section of the final response,
-    skipping interim 1xx responses (RFC 9110 §15.2). Returns (version,
-    status, reason, Fields). The status line is checked before the fields
-    are waited for, so that a server that is not HTTP fails at once."""
+    skipping interim 1xx responses (RFC 9110 §15.2) and empty lines after
+    them. Returns (version, status, reason, Fields). The status line is
+    checked before the fields are waited for, so that a server that is not
+    HTTP fails at once."""
     budget = MAX_FIELD_SECTION_BYTES  # for the whole head, interim responses included
     too_large = f"response head larger than {MAX_FIELD_SECTION_BYTES} bytes"
+    after_interim = False
     while True:
         try:
             line = yield from stream.readline(budget)
         except LimitOverrunError:
             raise ProtocolError(too_large, url) from None
+        budget -= len(line)
+        if after_interim and line in (b"\r\n", b"\n"):
+            continue  # a stray empty line after "100 Continue" (some servers send one)
         version, status, reason = parse_status_line(line, url)
-        block = yield from _read_field_block(stream, budget - len(line), url, too_large)
-        budget -= len(line) + len(block)
+        block = yield from _read_field_block(stream, budget, url, too_large)
+        budget -= len(block)
         lines = block.decode("latin-1").split("\n")[:-2]  # without the blank line
         if len(lines) > MAX_FIELD_COUNT:
             raise ProtocolError(f"more than {MAX_FIELD_COUNT} fields", url)
@@ -2185,6 +2255,7 @@ def _read_head(stream, url):
             raise ProtocolError("101 Switching Protocols was not asked for", url)
         if status >= 200:
             return version, status, reason, fields
+        after_interim = True
 
 
 def _content_length(fields, url):
@@ -2379,6 +2450,9 @@ def _read_chunked_body(stream, decoder, url):
             raise ProtocolError("chunk-size line longer than 4096 bytes", url) from None
         except IncompleteReadError:
             return "truncated"
+        invalid = _invalid_octet(line)
+        if invalid:
+            raise ProtocolError(f"malformed chunk size {bytes(line[:40])!r}: {invalid}", url)
         size_text = line.split(b";", 1)[0].strip(b" \t\r\n")
         if not size_text or size_text.strip(b"0123456789abcdefABCDEF"):
             raise ProtocolError(f"malformed chunk size {bytes(line[:40])!r}", url)
@@ -2399,7 +2473,7 @@ def _read_chunked_body(stream, decoder, url):
     try:
         yield from _read_field_block(  # the trailers, ignored
             stream, MAX_FIELD_SECTION_BYTES, url,
-            f"trailer section larger than {MAX_FIELD_SECTION_BYTES} bytes")
+            f"trailer section larger than {MAX_FIELD_SECTION_BYTES} bytes", "trailer")
     except IncompleteReadError:
         pass  # the last chunk arrived; only the final CRLF is missing (as http.client)
     return "complete"
@@ -3148,6 +3222,9 @@ class FrontierItem(collections.namedtuple(
 
 REDIRECT_STATUSES = (301, 302, 303, 307, 308)
 RETRY_STATUSES = (429, 503)
+# The kinds of the trap defences (ERROR_KINDS, not failures): the summary
+# counts them apart, to show that the crawl was cut and where.
+TRAP_KINDS = ("url_length", "path_segments", "path_repeats", "soft_404")
 
 
 
@@ -3195,14 +3272,19 @@ class Record:
         return self.status == 200 and self.content_type in HTML_TYPES and self.error is None
 
 
-def describe_error(error):
-    """(error kind, short message) for an exception raised by a fetch."""
+def describe_error(error, url=None):
+    """(error kind, short message) for an exception raised by a fetch (of
+    url, whose host a DNS failure names)."""
     if isinstance(error, HTTPError):
         return error.kind, error.message
     if isinstance(error, TimeoutError):
         return "timeout", str(error).split(": ", 1)[-1] or "timed out"  # the record has the URL
     if isinstance(error, socket.gaierror):
-        return "dns", f"cannot resolve host: {error.strerror or error}"
+        reason = error.strerror or str(error)
+        if url is not None:  # getaddrinfo() adds the name at the end: say it first
+            host = url_host(url)
+            return "dns", f"cannot resolve host {host}: " + reason.replace(f" (resolving {host!r})", "")
+        return "dns", f"cannot resolve host: {reason}"
     if isinstance(error, ssl.SSLCertVerificationError):
         return "tls", f"certificate verify failed: {error.verify_message}"
     if isinstance(error, ssl.SSLError):
@@ -3212,7 +3294,9 @@ def describe_error(error):
     if isinstance(error, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
         return "reset", f"connection reset by the server ({error.strerror or error})"
     if isinstance(error, OSError):
-        if error.errno in (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH,
+        if error.errno == errno.ECONNREFUSED:
+            return "refused", "connection refused"
+        if error.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH,
                            errno.EADDRNOTAVAIL, errno.ETIMEDOUT):
             return "connect", error.strerror or str(error)
         return "network", str(error)
@@ -3253,14 +3337,38 @@ def parse_retry_after(value, now=None):
 
 class _OriginState:
     """What the crawler keeps per origin: its host (whose requests are
-    spaced by the politeness delay; None for no spacing) and its
-    robots.txt rules (a Future, shared by every worker that needs them)."""
+    spaced by the politeness delay; None for no spacing), its robots.txt
+    rules and its soft-404 probe (Futures, shared by every worker that
+    needs them)."""
 
-    __slots__ = ("host", "robots")
+    __slots__ = ("host", "robots", "probe")
 
     def __init__(self, host):
         self.host = host
         self.robots = None
+        self.probe = None  # a Future of a _SoftNotFound, or of None when there is none
+
+
+class _SoftNotFound(collections.namedtuple("_SoftNotFound", "url content_type body")):
+    """What an origin answered with 200 for a path that cannot exist: the
+    probe's url, the response's content_type and its body without the
+    probe's URL (_without_echo)."""
+
+    __slots__ = ()
+
+
+def _without_echo(body, url):
+    """body (bytes) without the URL it was fetched from, as error pages
+    echo it ("/a/b was not found"): the URL, its target and the target
+    percent-decoded, each also HTML-escaped. Echoes of one character (the
+    target "/") are left alone."""
+    target = url_target(url)
+    echoes = {url, target, urllib.parse.unquote(target)}
+    echoes.update([html.escape(echo) for echo in echoes])
+    for echo in sorted(echoes, key=len, reverse=True):  # the URL before the target in it
+        if len(echo) > 1:
+            body = body.replace(echo.encode("utf-8"), b"")
+    return body
 
 
 class Crawler:
@@ -3269,7 +3377,8 @@ class Crawler:
     roots: URLs or host names ("xkcd.com", "http://host:8000/path").
     Options: the keywords of OPTIONS for the "crawler" (max_tasks,
     max_redirect, max_tries, max_pages, max_depth, delay, backoff,
-    max_retry_after, lenient, exclude, robots) and for the "client" (passed
+    max_retry_after, lenient, exclude, robots, max_url_length,
+    max_path_segments, max_segment_repeats, soft_404) and for the "client" (passed
     to the Client it makes), with the defaults and meanings given there;
     times in seconds, sizes in bytes. Besides those, on_record is a
     function(Record) called as each URL finishes, and client a Client to
@@ -3301,6 +3410,16 @@ class Crawler:
         self.exclude = [re.compile(pattern) if isinstance(pattern, str) else pattern
                         for pattern in settings["exclude"]]
         self.robots = settings["robots"]
+        self.max_url_length = settings["max_url_length"]
+        self.max_path_segments = settings["max_path_segments"]
+        self.max_segment_repeats = settings["max_segment_repeats"]
+        if min(self.max_url_length, self.max_path_segments, self.max_segment_repeats) < 1:
+            raise ValueError("max_url_length, max_path_segments and max_segment_repeats "
+                             "must be at least 1")
+        # A run of whole segments, then the same run max_segment_repeats
+        # times more, ending where a segment ends.
+        self._repeated_run = re.compile(r"((?:/[^/]*)+?)\1{%d}(?=/|$)" % self.max_segment_repeats)
+        self.soft_404 = settings["soft_404"]
         self.on_record = on_record
         if client is None:
             client_options.setdefault("max_idle_per_origin", max_tasks)
@@ -3440,6 +3559,9 @@ class Crawler:
         if self.max_depth is not None and depth > self.max_depth:
             return self._not_fetched(record, "max_depth",
                                      f"not fetched: deeper than --max-depth {self.max_depth}")
+        trap = self._trap(url)
+        if trap is not None:
+            return self._not_fetched(record, *trap)
         if self.max_pages is not None and self.fetches_started >= self.max_pages:
             return self._not_fetched(record, "max_pages",
                                      f"not fetched: --max-pages {self.max_pages} reached")
@@ -3452,10 +3574,13 @@ class Crawler:
             if not rules.can_fetch(url_target(url)):
                 return self._not_fetched(record, rules.error_kind,
                                          rules.reason or "blocked by robots.txt")
-            if self.max_pages is not None and self.fetches_started >= self.max_pages:
-                # Other workers started fetches while this one waited for robots.txt.
-                return self._not_fetched(record, "max_pages",
-                                         f"not fetched: --max-pages {self.max_pages} reached")
+        if self.soft_404 and (state.probe is None or not state.probe.done()):
+            yield from self._probe_soft_404(origin, state)
+        if self.max_pages is not None and self.fetches_started >= self.max_pages:
+            # Other workers started fetches while this one waited for robots.txt
+            # or the soft-404 probe.
+            return self._not_fetched(record, "max_pages",
+                                     f"not fetched: --max-pages {self.max_pages} reached")
         self.fetches_started += 1
         started = self._clock()
         try:
@@ -3471,13 +3596,17 @@ class Crawler:
         try:
             response = yield from self._fetch_with_retries(item.url, record, state)
         except Exception as error:
-            record.error_kind, record.error = describe_error(error)
+            record.error_kind, record.error = describe_error(error, item.url)
             if isinstance(error, HTTPError) and error.response is not None:
                 self._take_response_facts(record, error.response)
         else:
             self._take_response_facts(record, response)
             if response.status in REDIRECT_STATUSES and response.location:
                 self._follow_redirect(record, response.location, item)
+            elif response.status == 200 and self._is_soft_404(item, response, state):
+                record.error_kind, record.error = "soft_404", (
+                    f"soft 404: the same answer as for {state.probe.result().url}, a path "
+                    "that cannot exist; links not followed")
             elif response.status == 200 and (record.content_type in HTML_TYPES
                                              or record.content_type == CSS_TYPE):
                 self._follow_links(record, response, item.depth)
@@ -3512,7 +3641,7 @@ class Crawler:
                 if record.tries >= self.max_tries or not _is_retryable(error):
                     raise
                 delay = self.backoff * 2 ** (record.tries - 1)
-                logger.info("%s: %s; retrying in %.1f s", url, describe_error(error)[1], delay)
+                logger.info("%s: %s; retrying in %.1f s", url, describe_error(error, url)[1], delay)
             else:
                 if response.status not in RETRY_STATUSES or record.tries >= self.max_tries:
                     return response
@@ -3592,9 +3721,10 @@ class Crawler:
             except BodyTooLarge as error:
                 response = error.response  # parse the part that arrived
             except Exception as error:
-                kind, message = describe_error(error)
+                kind, message = describe_error(error, url)
                 tries = f" after {record.tries} tries" if record.tries > 1 else ""
-                return RobotsRules.disallow_all(f"robots.txt unreachable{tries}: {message}", kind)
+                # The host's problem first: it is why the page was not fetched either.
+                return RobotsRules.disallow_all(f"{message} (robots.txt unreachable{tries})", kind)
             status = response.status
             if status in REDIRECT_STATUSES and response.location:
                 try:
@@ -3613,6 +3743,89 @@ class Crawler:
             return RobotsRules.allow_all()
         logger.info("%s: more than 5 redirects; robots.txt treated as unavailable", where)
         return RobotsRules.allow_all()
+
+    # Skip on first reading: traps, URL spaces without end.
+    def _trap(self, url):
+        """(kind, message) for a URL that a trap limit keeps from being
+        fetched, or None. Checked on each URL taken from the frontier (not
+        on each link found: most links are seen before)."""
+        if len(url) > self.max_url_length:
+            return "url_length", (f"not fetched: {len(url)} characters, more than "
+                                  f"--max-url-length {self.max_url_length}")
+        path = url_target(url).partition("?")[0]
+        segments = path.split("/")  # "" first, before the path's first "/"
+        if len(segments) - 1 > self.max_path_segments:
+            return "path_segments", (f"not fetched: {len(segments) - 1} path segments, more "
+                                     f"than --max-path-segments {self.max_path_segments}")
+        # A repeated run repeats segments: most paths have none, and skip the
+        # search (20 us a URL; this test, 1 us).
+        if len(segments) - len(set(segments)) < self.max_segment_repeats:
+            return None
+        run = self._repeated_run.search(path)
+        if run is not None:
+            return "path_repeats", (f"not fetched: the path repeats {run.group(1)!r} more than "
+                                    f"--max-segment-repeats {self.max_segment_repeats} times")
+        return None
+
+    def _probe_soft_404(self, origin, state):
+        """Once per origin, before its first page: fetch a random path that
+        cannot exist. An origin that answers it with 200 answers 200 for any
+        path (a "soft 404"), and its pages that look like that answer are
+        not followed (_is_soft_404). Workers that come meanwhile wait for
+        the one probe."""
+        if state.probe is not None:
+            yield from state.probe
+            return
+        state.probe = Future()
+        try:
+            probe = yield from self._fetch_probe(origin, state)
+        except Exception:  # a bug: the origin goes unprobed, the workers waiting go on
+            logger.exception("soft-404 probe for %s", origin)
+            probe = None
+        except BaseException:
+            state.probe.cancel()  # cancelled (Ctrl-C): the next worker asks again
+            state.probe = None
+            raise
+        state.probe.set_result(probe)
+
+    def _fetch_probe(self, origin, state):
+        """The probe's request: one try, no retries (a probe that fails
+        only means soft 404s are not spotted on that origin); logged at
+        INFO (-v) with its outcome. Returns a _SoftNotFound or None."""
+        scheme, host, port = origin
+        target = "/crawl.py-probe-" + os.urandom(8).hex()
+        url = f"{scheme}://{host_field(scheme, host, port)}{target}"
+        rules = state.robots.result() if state.robots is not None and state.robots.done() else None
+        if rules is not None and not rules.can_fetch(target):
+            logger.info("soft-404 probe %s: disallowed by robots.txt; soft 404s not spotted", url)
+            return None
+        yield from self._polite_wait(state)
+        try:
+            response = yield from self._fetch_once(url)
+        except Exception as error:
+            logger.info("soft-404 probe %s: %s; soft 404s not spotted",
+                        url, describe_error(error, url)[1])
+            return None
+        if response.status != 200:
+            logger.info("soft-404 probe %s: %d, as it should", url, response.status)
+            return None
+        logger.info("soft-404 probe %s: 200; pages that answer the same are soft 404s", url)
+        return _SoftNotFound(url, response.content_type, _without_echo(response.body, url))
+
+    def _is_soft_404(self, item, response, state):
+        """Whether a 200 response is the origin's soft 404: its probe was
+        answered with 200, and the response has the same content type and
+        the same body once each has lost the echo of its own URL. Exact,
+        not similar: a page that differs in one byte (a real page on the
+        same template, or a soft 404 with a clock) is followed, and only
+        the path limits (_trap) stop a trap of those; a rule by size would
+        silently drop real pages. A root (depth 0) is never one: the user
+        asked for it."""
+        probe = state.probe.result() if state.probe is not None and state.probe.done() else None
+        return (probe is not None and item.depth > 0
+                and response.content_type == probe.content_type
+                and len(response.body) >= len(probe.body)
+                and _without_echo(response.body, response.url) == probe.body)
 
     # Following links -----------------------------------------------------------
 
@@ -3760,7 +3973,8 @@ def summarize(crawler):
     errors = collections.Counter(record.error_kind for record in records
                                  if record.error_kind not in NOT_FETCHED_KINDS + (None,))
     not_fetched = collections.Counter(record.error_kind for record in records
-                                      if record.error_kind in NOT_FETCHED_KINDS)
+                                      if record.error_kind in NOT_FETCHED_KINDS
+                                      and record.status is None)  # a soft 404 was fetched
     body_bytes = sum(record.size for record in records)
     lines = []
     if crawler.interrupted:
@@ -3773,6 +3987,9 @@ def summarize(crawler):
                                  or "no responses"))
     lines.append("Errors:   " + (_counts(errors) or "none"))
     lines.append("Unfetched: " + (_counts(not_fetched) or "none"))
+    traps = _trap_counts(records)
+    if traps:
+        lines.append("Traps:    " + traps)
     lines.append(f"Bytes:    {body_bytes} (decoded bodies)")
     lines.append(f"URLs:     {stats['urls']} in {stats['elapsed']:.2f} s, "
                  f"{stats['failed']} failed, {stats['pages_per_second']:.0f} pages/s")
@@ -3782,6 +3999,17 @@ def summarize(crawler):
 
 def _counts(counter):
     return ", ".join(f"{key} {count}" for key, count in counter.most_common())
+
+
+def _trap_counts(records):
+    """The records cut by a trap defence, by kind, each with where the cut
+    began (its shortest URL): "path_repeats 12 from http://h/a/a/a/"."""
+    cut = collections.defaultdict(list)
+    for record in records:
+        if record.error_kind in TRAP_KINDS:
+            cut[record.error_kind].append(record.url)
+    return ", ".join(f"{kind} {len(urls)} from {min(urls, key=lambda url: (len(url), url))}"
+                     for kind, urls in sorted(cut.items(), key=lambda item: -len(item[1])))
 
 
 def report(crawler, out, quiet=False):

@@ -15,9 +15,11 @@ import errno
 import gc
 import gzip
 import hashlib
+import html
 import http
 import http.server
 import io
+import itertools
 import json
 import logging
 import os
@@ -1138,8 +1140,11 @@ def ssl_error():
 class CrawlerTestCase(LoopTestCase):
     """LoopTestCase plus the crawl runner and the record assertion."""
 
-    # Options every crawl_site() of the class starts from.
-    crawl_defaults = {"backoff": 0.01}
+    # Options every crawl_site() of the class starts from. The soft-404
+    # probe (on by default) is one more request per origin: off here, so
+    # that tests count the requests of what they test; the probe's own
+    # tests (CrawlerTrapTest) and the command line's run with it.
+    crawl_defaults = {"backoff": 0.01, "soft_404": False}
 
     def crawl_site(self, roots, run_timeout=20, **options):
         """Run a Crawler on the test's loop with crawl_defaults updated by
@@ -1225,7 +1230,7 @@ class FaultCase(CrawlerTestCase):
     and three tries, and can check that every file descriptor the test
     opened was closed."""
 
-    crawl_defaults = {"backoff": 0.01, "robots": False, "timeout": 2.0, "max_tries": 3}
+    crawl_defaults = {"backoff": 0.01, "robots": False, "timeout": 2.0, "max_tries": 3, "soft_404": False}
 
     def setUp(self):
         super().setUp()
@@ -1520,13 +1525,16 @@ class VocabularyTest(unittest.TestCase):
         for cls in (crawl.HTTPError, crawl.ProtocolError, crawl.BodyTooLarge,
                     crawl.TruncatedBody, crawl.ContentDecodingError):
             self.assertIn(cls.kind, crawl.ERROR_KINDS)
-        self.assertEqual(crawl.NOT_FETCHED_KINDS, ("robots", "max_depth", "max_pages",
+        self.assertEqual(crawl.NOT_FETCHED_KINDS, ("robots", "max_depth", "max_pages", "url_length",
+                                                   "path_segments", "path_repeats", "soft_404",
                                                    "interrupted"))
+        self.assertEqual([kind for kind in crawl.TRAP_KINDS if kind not in crawl.NOT_FETCHED_KINDS], [])
 
     def test_retries_and_failures_follow_the_table(self):
         samples = {
             "timeout": TimeoutError("timed out"),
-            "connect": ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"),
+            "refused": ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"),
+            "connect": OSError(errno.EHOSTUNREACH, "No route to host"),
             "dns": socket.gaierror(socket.EAI_NONAME, "Name or service not known"),
             "tls": ssl.SSLError(1, "bad"),
             "reset": ConnectionResetError(errno.ECONNRESET, "reset"),
@@ -4309,6 +4317,25 @@ class HTTPStatusLineTest(HTTPLayerTestCase):
                        kind="protocol", partial=None)
             for name, (line, seen) in lines.items()])
 
+    def test_bare_cr_and_nul_in_the_status_line_are_rejected(self):
+        # RFC 9112 §2.2, RFC 9110 §5.5: rejected, never a line end (the
+        # reason used to be recorded as 'OK\rContent-Length: 0').
+        invalid = dict(error=crawl.ProtocolError, message="invalid status line", kind="protocol", partial=None)
+        _http_check_table(self, [
+            _http_case("bare CR splitting the line", b"HTTP/1.1 200 OK\rContent-Length: 0\r\n\r\n",
+                       eof=False, **dict(invalid, message=["invalid status line", "a bare CR"])),
+            _http_case("bare CR before CRLF", b"HTTP/1.1 200 OK\r\r\nContent-Length: 0\r\n\r\n", eof=False,
+                       **dict(invalid, message="a bare CR")),
+            # CR alone never ends a line: no status line ever arrived.
+            _http_case("bare CR as the only line end", b"HTTP/1.1 200 OK\rContent-Length: 2\r\rok", eof=True,
+                       error=crawl.IncompleteReadError),
+            _http_case("NUL in the reason", b"HTTP/1.1 200 O\0K\r\nContent-Length: 0\r\n\r\n", eof=False,
+                       **dict(invalid, message=["invalid status line", "a NUL"])),
+        ])
+        for line in (b"HTTP/1.1 200 OK\rX: y\r\n", b"HTTP/1.1 200 OK\r\r\n", b"HTTP/1.1 200 \0\n"):
+            with self.subTest(line=line), self.assertRaises(crawl.ProtocolError):
+                crawl.parse_status_line(line)
+
 
 # Field section ---------------------------------------------------------------
 class HTTPFieldsTest(HTTPLayerTestCase):
@@ -4375,6 +4402,32 @@ class HTTPFieldsTest(HTTPLayerTestCase):
             _http_case("CRLF and bare LF mixed", mixed, eof=False, **expect),
         ])
 
+    def test_bare_cr_and_nul_in_field_lines_are_rejected(self):
+        # Rejected rather than replaced with SP: a CR that a proxy reads as
+        # a line end would show it other fields (response splitting).
+        head = b"HTTP/1.1 200 OK\r\n"
+        end = b"Content-Length: 2\r\n\r\nok"
+        invalid = dict(error=crawl.ProtocolError, kind="protocol", partial=None)
+        _http_check_table(self, [
+            _http_case("bare CR splitting a field line", head + b"Content-Type: text/html\rX-Injected: 1\r\n" + end,
+                       eof=False, message=["invalid field line", "a bare CR", "X-Injected"], **invalid),
+            _http_case("bare CR before CRLF", head + b"Content-Type: text/html\r\r\n" + end, eof=False,
+                       message="a bare CR", **invalid),
+            _http_case("bare CR ending the fields", head + b"Content-Type: text/html\r\n\r" + end, eof=False,
+                       message="a bare CR", **invalid),
+            _http_case("bare CR in an obs-fold line", head + b"X-Folded: a\r\n b\rc\r\n" + end, eof=False,
+                       message="a bare CR", **invalid),
+            _http_case("NUL in a value", head + b"Content-Type: text/html\0; charset=utf-8\r\n" + end,
+                       eof=False, message=["invalid field line", "a NUL"], **invalid),
+            _http_case("NUL in a name", head + b"X-A\0b: 1\r\n" + end, eof=False, message="a NUL", **invalid),
+            # The leniencies kept: bare LF line ends and obs-fold.
+            _http_case("bare LF and obs-fold still read", head + b"X-Folded: a\n\tb\n" + b"Content-Length: 2\n\nok",
+                       eof=False, body=b"ok", get={"x-folded": "a b"}, reusable=True),
+        ])
+        self.assertEqual(crawl.parse_fields(["A: 1\r\n"]).items(), [("A", "1")])
+        self.assertEqual(crawl.parse_fields(["A: 1\r\r\n"]).items(), [("A", "1\r")],
+                         "one line end is removed, not every CR (read_response rejects these bytes)")
+
     def test_field_section_over_64k_is_an_error_not_a_hang(self):
         # The connection is held open after these bytes: nothing more comes.
         one_line = b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * 70000 + b"\r\nContent-Length: 0\r\n\r\n"
@@ -4435,6 +4488,28 @@ class HTTPInterimAndNoBodyTest(HTTPLayerTestCase):
                        status=204, body=b"", reusable=False),
             _http_case("HEAD answered with a body", b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nbody",
                        method="HEAD", eof=False, status=200, body=b"", reusable=False),
+        ])
+
+    def test_empty_lines_after_an_interim_response(self):
+        final = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
+        after = [(http_response("next"), b"next")]
+        _http_check_table(self, [
+            # Some servers send an empty line after "100 Continue": the final response follows.
+            _http_case("100, an empty line, 200", b"HTTP/1.1 100 Continue\r\n\r\n\r\n" + final, eof=False,
+                       then=after, status=200, reason="OK", body=b"hello", wire_bytes="all", reusable=True),
+            _http_case("100, empty lines (LF, CRLF), 200", b"HTTP/1.1 100 Continue\n\n\n\r\n" + final,
+                       eof=False, status=200, body=b"hello", reusable=True),
+            _http_case("103, an empty line, 200",
+                       b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n\r\n" + final, eof=False,
+                       status=200, body=b"hello", reusable=True),
+            # Not before a first status line, nor a bare CR as an empty line.
+            _http_case("empty line first", b"\r\n" + final, eof=False, error=crawl.ProtocolError,
+                       message="invalid status line", partial=None),
+            _http_case("bare CR after 100", b"HTTP/1.1 100 Continue\r\n\r\n\r" + final, eof=False,
+                       error=crawl.ProtocolError, message="a bare CR", partial=None),
+            # Empty lines count against the head's 64 KiB.
+            _http_case("endless empty lines", b"HTTP/1.1 100 Continue\r\n\r\n" + b"\r\n" * 40000 + final,
+                       eof=False, error=crawl.ProtocolError, message="response head larger than"),
         ])
 
     def test_head_against_http_server(self):
@@ -4538,6 +4613,22 @@ class HTTPBodyFramingTest(HTTPLayerTestCase):
                        partial={"status": 200, "body": b""}, **malformed),
             _http_case("chunk data not followed by CRLF", self.CHUNKED + b"5\r\nhelloXX\r\n0\r\n\r\n", eof=False,
                        error=crawl.ProtocolError, message="not followed by CRLF", partial={}),
+        ])
+
+    def test_bare_cr_and_nul_in_chunk_lines_are_rejected(self):
+        bad = dict(error=crawl.ProtocolError, kind="protocol")
+        _http_check_table(self, [
+            _http_case("bare CR after the size", self.CHUNKED + b"5\r\r\nhello\r\n0\r\n\r\n", eof=False,
+                       message=["malformed chunk size", "a bare CR"], partial={"status": 200, "body": b""}, **bad),
+            _http_case("bare CR in an extension", self.CHUNKED + b"5;a=\rb\r\nhello\r\n0\r\n\r\n", eof=False,
+                       message="a bare CR", partial={"status": 200, "body": b""}, **bad),
+            _http_case("NUL in the last chunk", self.CHUNKED + b"5\r\nhello\r\n0\0\r\n\r\n", eof=False,
+                       message="a NUL", partial={"status": 200, "body": b"hello"}, **bad),
+            _http_case("bare CR in a trailer", self.CHUNKED + b"5\r\nhello\r\n0\r\nX-T: a\rb\r\n\r\n",
+                       eof=False, message=["invalid trailer line", "a bare CR"], partial={"status": 200}, **bad),
+            # Whitespace around the size is a leniency kept.
+            _http_case("whitespace around the size", self.CHUNKED + b" 5 \t;x\r\nhello\r\n0\r\n\r\n", eof=False,
+                       body=b"hello", reusable=True),
         ])
 
     def test_protocol_error_mid_body_closes_the_connection(self):
@@ -6031,7 +6122,8 @@ class CrawlerRobotsTest(CrawlerTestCase):
         site = self.site({"/": html_page(down)})
         crawler, records = self.crawl_site(site.url(), max_tries=1)
         self.assertEqual(set(records), {site.url(), down})
-        self.assert_record(records[down], status=None, error_kind="connect", depth=1, referrer=site.url())
+        self.assert_record(records[down], status=None, error_kind="refused", depth=1, referrer=site.url(),
+                           error="connection refused (robots.txt unreachable)")
         self.assertTrue(records[down].failed)
         self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
 
@@ -6072,7 +6164,7 @@ class CrawlerRobotsTest(CrawlerTestCase):
                             "/": html_page("/1", "/2", "/3", "/4")})
         for i in range(1, 5):
             site.routes[f"/{i}"] = html_page()
-        crawler = crawl.Crawler(site.url(), max_tasks=4, backoff=0.01)
+        crawler = crawl.Crawler(site.url(), max_tasks=4, backoff=0.01, soft_404=False)
         sent = fetch_times(crawler.client)
         records = self.run_co(crawler.crawl(), timeout=60)
         self.assertEqual(len(records), 5)
@@ -6092,7 +6184,7 @@ class CrawlerRobotsTest(CrawlerTestCase):
                 site = self.site({"/robots.txt": robots_page(f"User-agent: *\nCrawl-delay: {crawl_delay}\n"),
                                     "/": html_page("/1", "/2")})
                 site.routes["/1"] = site.routes["/2"] = html_page()
-                crawler = crawl.Crawler(site.url(), max_tasks=3, delay=delay, backoff=0.01)
+                crawler = crawl.Crawler(site.url(), max_tasks=3, delay=delay, backoff=0.01, soft_404=False)
                 sent = fetch_times(crawler.client)
                 self.run_co(crawler.crawl(), timeout=60)
                 self.assertEqual(len(self.page_times(site)), 3)
@@ -6118,16 +6210,18 @@ class CrawlerRobotsTest(CrawlerTestCase):
         records = crawl.crawl([site.url()], max_pages=2, max_tasks=10)
         fetched = [r for r in records if r.tries]
         self.assertEqual(len(fetched), 2)
-        self.assertEqual(len(site.targets()) + len(other.targets()) - 2, 2)  # minus two robots.txt
+        # minus two robots.txt and two soft-404 probes (which are not pages)
+        self.assertEqual(len(site.targets()) + len(other.targets()) - 4, 2)
         self.assertEqual(len([r for r in records if r.error_kind == "max_pages"]), 5)
 
     def test_robots_txt_unreachable_says_how_many_tries(self):
-        url = f"http://127.0.0.1:{refused_port(self)}/"
-        records = crawl.crawl([url], max_tries=3, backoff=0.01)
+        # The host's problem comes first, then what it cost.
+        server = self.scripted(answer_then_reset(b"HTTP/1.1 200 OK\r\n"))
+        records = crawl.crawl([server.url("/")], max_tries=3, backoff=0.01)
         self.assertEqual(len(records), 1)
-        self.assertEqual(records[0].error_kind, "connect")
-        self.assertTrue(records[0].error.startswith("robots.txt unreachable after 3 tries: "),
-                        records[0].error)
+        self.assertEqual(records[0].error_kind, "reset")
+        self.assertTrue(records[0].error.startswith("connection reset by the server"), records[0].error)
+        self.assertTrue(records[0].error.endswith("(robots.txt unreachable after 3 tries)"), records[0].error)
 
 
 # ---------------------------------------------------------------------------
@@ -6196,7 +6290,8 @@ class CrawlerDescribeErrorTest(unittest.TestCase):
 
     def test_kinds(self):
         cases = [
-            (ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"), "connect"),
+            (ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"), "refused"),
+            (OSError(errno.ENETUNREACH, "Network is unreachable"), "connect"),
             (socket.gaierror(socket.EAI_NONAME, "Name or service not known"), "dns"),
             (TimeoutError("http://h.test/: timed out"), "timeout"),
             (ConnectionResetError(errno.ECONNRESET, "Connection reset by peer"), "reset"),
@@ -6220,6 +6315,13 @@ class CrawlerDescribeErrorTest(unittest.TestCase):
                          ("protocol", "bad status line"))
         self.assertEqual(crawl.describe_error(RuntimeError("surprise")),
                          ("internal", "unexpected RuntimeError: surprise"))
+
+    def test_a_dns_failure_names_the_host_first(self):
+        error = socket.gaierror(socket.EAI_NONAME, "Name or service not known (resolving 'xkcd.com')")
+        self.assertEqual(crawl.describe_error(error, "http://xkcd.com/"),
+                         ("dns", "cannot resolve host xkcd.com: Name or service not known"))
+        self.assertEqual(crawl.describe_error(error)[1],
+                         "cannot resolve host: Name or service not known (resolving 'xkcd.com')")
 
     def test_parse_retry_after(self):
         self.assertEqual(crawl.parse_retry_after("120"), 120.0)
@@ -6743,7 +6845,7 @@ class CrawlerRetryTest(CrawlerTestCase):
 
         server = RawServer(script)
         self.addCleanup(server.close)
-        crawler = crawl.Crawler(server.url(), robots=False, backoff=1.0)
+        crawler = crawl.Crawler(server.url(), robots=False, backoff=1.0, soft_404=False)
         sent = fetch_times(crawler.client)
         records = self.run_co(crawler.crawl(), timeout=60)
         self.assert_record(records[server.url()], status=200, tries=3, error=None)
@@ -6765,11 +6867,15 @@ class CrawlerRetryTest(CrawlerTestCase):
         self.assertEqual(server.connections, 2)
         self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_USAGE)
 
-    def test_connection_refused(self):
+    def test_connection_refused_is_not_retried(self):
+        # As wget and curl: nothing listens there, and asking again will not
+        # change that. Other network errors keep their retries (the table).
+        self.assertFalse(crawl.ERROR_KINDS["refused"].retried)
         url = f"http://127.0.0.1:{refused_port(self)}/"
         crawler, records = self.crawl_site(url, robots=False, max_tries=3)
         self.assertEqual(list(records), [url])
-        self.assert_record(records[url], status=None, error_kind="connect", tries=3, depth=0)
+        self.assert_record(records[url], status=None, error_kind="refused", tries=1, depth=0,
+                           error="connection refused")
         self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_USAGE)
 
     @virtual_clock
@@ -6786,7 +6892,7 @@ class CrawlerRetryTest(CrawlerTestCase):
 
         server = RawServer(script)
         self.addCleanup(server.close)
-        crawler = crawl.Crawler(server.url(), robots=False, backoff=1.0, timeout=30)
+        crawler = crawl.Crawler(server.url(), robots=False, backoff=1.0, timeout=30, soft_404=False)
         sent = fetch_times(crawler.client)
         records = self.run_co(crawler.crawl(), timeout=60)
         self.assert_record(records[server.url()], status=200, tries=2)
@@ -7070,12 +7176,14 @@ class FaultInjectionTest(FaultCase):
         record = self.crawl_one("http://crawl-py-test.invalid/", max_tries=3)
         self.assert_record(record, status=None, error_kind="dns", tries=tries,
                            error_contains="cannot resolve host")
+        # The host's problem first (robots.txt was asked for first, and failed).
+        self.assertTrue(record.error.startswith("cannot resolve host crawl-py-test.invalid: "), record.error)
         self.assert_no_leaks()
 
     def test_connection_refused(self):
         url = f"http://127.0.0.1:{refused_port(self)}/"
         record = self.crawl_one(url, max_tries=3)
-        self.assert_record(record, status=None, error_kind="connect", tries=3)
+        self.assert_record(record, status=None, error_kind="refused", tries=1)
         self.assert_no_leaks()
 
     def test_truncated_gzip_body_is_a_decoding_error(self):
@@ -7107,7 +7215,7 @@ class FaultServerDiesTest(FaultCase):
     def test_server_dies_in_the_middle_of_a_crawl(self):
         # "/" links to "/a"; "/a" links to 30 pages and shuts the server
         # down (listener closed) before answering. Every one of the 30
-        # queued URLs ends with one record: connect, after its tries.
+        # queued URLs ends with one record: refused, not retried.
         links = [f"/p{i}" for i in range(30)]
         site = None
 
@@ -7124,7 +7232,7 @@ class FaultServerDiesTest(FaultCase):
         self.assert_record(records[site.url("/")], status=200, error_kind=None, tries=1)
         self.assert_record(records[site.url("/a")], status=200, error_kind=None, tries=1)
         for link in links:
-            self.assert_record(records[site.url(link)], status=None, error_kind="connect", tries=3)
+            self.assert_record(records[site.url(link)], status=None, error_kind="refused", tries=1)
         self.assertEqual(site.targets(), ["/", "/a"])
         self.assertEqual(crawler.frontier.unfinished, 0)
         self.assert_no_leaks()
@@ -7151,7 +7259,7 @@ class FaultLeakTest(FaultCase):
         refused = f"http://127.0.0.1:{refused_port(self)}/"
         _, records = self.crawl_site([raw.url("/"), tls_site.url("/"), refused], max_tries=2)
         self.assertEqual({url: r.error_kind for url, r in records.items()},
-                         {raw.url("/"): "reset", tls_site.url("/"): "tls", refused: "connect"})
+                         {raw.url("/"): "reset", tls_site.url("/"): "tls", refused: "refused"})
         self.assert_no_leaks()
 
     def test_no_descriptor_or_task_left_after_an_interrupted_crawl(self):
@@ -7226,7 +7334,7 @@ class FaultNothingLostTest(FaultCase):
         }
         got = {url: (r.status, r.error_kind, r.tries) for url, r in records.items()}
         want = {server.url(t): value for t, value in expected.items()}
-        want[dead] = (None, "connect", 2)
+        want[dead] = (None, "refused", 1)
         self.assertEqual(got, want)
         self.assertEqual(records[server.url("/redir")].redirect, server.url("/target"))
         self.assertEqual(collections.Counter(server.targets), collections.Counter({
@@ -7289,7 +7397,7 @@ class SafetyTest(FaultCase):
         site.routes["/d"] = html_page()
         with tempfile.TemporaryDirectory() as directory:
             output = os.path.join(directory, "out.jsonl")
-            result = run_cli(f"http://user:secret@127.0.0.1:{site.port}/", "-o", output,
+            result = run_cli(f"http://user:secret@127.0.0.1:{site.port}/", "--no-soft-404", "-o", output,
                                     timeout=30)
             self.assertEqual(result.returncode, 0, result.stderr)
             with open(output, encoding="utf-8") as file:
@@ -7406,11 +7514,11 @@ class SafetyTest(FaultCase):
         self.assertEqual(result.returncode, 2, "no root could be fetched")
         self.assertIn("[tls] certificate verify failed", result.stdout)
         self.assertNotIn("verification was disabled", result.stdout)
-        result = run_cli("--no-robots", "--cafile", CERT_FILE, site.url("/"), timeout=30)
+        result = run_cli("--no-robots", "--no-soft-404", "--cafile", CERT_FILE, site.url("/"), timeout=30)
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         self.assertNotIn("verification was disabled", result.stdout)
         self.assertNotIn("DISABLED", result.stderr)
-        result = run_cli("--no-robots", "--insecure", site.url("/"), timeout=30)
+        result = run_cli("--no-robots", "--no-soft-404", "--insecure", site.url("/"), timeout=30)
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         self.assertIn("WARNING: TLS certificate verification was disabled", result.stdout)
         self.assertIn("TLS certificate verification is DISABLED", result.stderr)
@@ -7426,15 +7534,196 @@ class SafetyTest(FaultCase):
         self.assert_no_leaks()
 
 
+class CrawlerTrapTest(CrawlerTestCase):
+    """URL spaces without end: soft 404s (one probe per origin) and the path
+    limits. At the default options, as a user runs the crawler."""
+
+    crawl_defaults = {"backoff": 0.01}
+
+    def catch_all_site(self, page, routes=None):
+        """A site that answers every path (but /robots.txt) with page."""
+        site = self.site({})
+        site.routes = CatchAllRoutes(page, routes)
+        return site
+
+    def probes(self, site):
+        return [target for target in site.targets() if target.startswith("/crawl.py-probe-")]
+
+    def assert_every_url_recorded(self, crawler, records):
+        self.assertEqual(set(crawler.seen), set(records))
+        self.assertEqual(crawler.frontier.unfinished, 0)
+
+    def test_soft_404_site_ends_by_itself(self):
+        # Every path answers 200 with the same relative links: without a
+        # defence, /a/a/a/... for ever (13,600 URLs in 60 s, then killed).
+        site = self.catch_all_site(html_page("sitemap", "a/"))
+        started = time.monotonic()
+        crawler, records = self.crawl_site(site.url())
+        self.assertLess(time.monotonic() - started, 5)
+        self.assert_every_url_recorded(crawler, records)
+        [probe] = self.probes(site)
+        targets = site.targets()
+        self.assertEqual(targets[:3], ["/robots.txt", probe, "/"])
+        self.assertEqual(sorted(targets[3:]), ["/a/", "/sitemap"])  # fetched at once, in any order
+        # The root is never a soft 404 (it was asked for); its links are followed.
+        self.assert_record(records[site.url("/")], status=200, error_kind=None, links=2, new_links=2)
+        for target in ("/sitemap", "/a/"):
+            record = records[site.url(target)]
+            self.assert_record(record, status=200, error_kind="soft_404", links=0, new_links=0, tries=1,
+                               error_contains=f"the same answer as for {site.url(probe)}")
+            self.assertFalse(record.failed)
+            self.assertFalse(record.is_page)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_OK)
+        summary = crawl.summarize(crawler)
+        self.assertIn(f"Traps:    soft_404 2 from {site.url('/a/')}", summary)
+        self.assertIn("Unfetched: none", summary, "a soft 404 was fetched")
+
+    def test_soft_404_that_echoes_the_requested_path(self):
+        # "/a/ was not found": the same page once each loses its own path.
+        def not_found(handler):
+            path = urllib.parse.unquote(handler.path)
+            return html_page("sitemap", "a/", extra=f"<p>{html.escape(path)} was not found at "
+                                                     f"http://127.0.0.1:{site.port}{handler.path}</p>")
+        site = self.catch_all_site(not_found)
+        crawler, records = self.crawl_site(site.url())
+        self.assert_every_url_recorded(crawler, records)
+        self.assertEqual({url: r.error_kind for url, r in records.items()},
+                         {site.url("/"): None, site.url("/sitemap"): "soft_404", site.url("/a/"): "soft_404"})
+
+    def test_soft_404_with_a_clock_is_cut_by_the_path_limits(self):
+        # Not the same page twice (a counter): no soft 404 is recognized, by
+        # design (an exact match never drops a real page); the repeated
+        # segment stops the crawl instead.
+        counter = itertools.count()
+
+        def changing(handler):
+            return html_page("sitemap", "a/", extra=f"<p>request {next(counter)}</p>")
+        site = self.catch_all_site(changing)
+        crawler, records = self.crawl_site(site.url())
+        self.assert_every_url_recorded(crawler, records)
+        got = {url[len(site.origin):]: (r.status, r.error_kind, r.tries) for url, r in records.items()}
+        fetched = ["/", "/sitemap", "/a/", "/a/sitemap", "/a/a/", "/a/a/sitemap"]
+        self.assertEqual(got, dict({target: (200, None, 1) for target in fetched},
+                                   **{"/a/a/a/": (None, "path_repeats", 0)}))
+        self.assert_record(records[site.url("/a/a/a/")], failed=False, depth=3, referrer=site.url("/a/a/"),
+                           error="not fetched: the path repeats '/a' more than --max-segment-repeats 2 times")
+        self.assertEqual(len(self.probes(site)), 1)
+        self.assertIn(f"Traps:    path_repeats 1 from {site.url('/a/a/a/')}", crawl.summarize(crawler))
+        self.assertIn("Unfetched: path_repeats 1", crawl.summarize(crawler))
+
+    def test_a_site_that_404s_costs_one_request_per_origin(self):
+        other = self.site({"/": html_page("/b"), "/b": html_page()})
+        site = self.site({"/": html_page("/a", other.url("/")), "/a": html_page()})
+        with self.assertLogs("crawl", "INFO") as logs:
+            crawler, records = self.crawl_site(site.url())
+        self.assertEqual(len(records), 4)
+        self.assertTrue(all(r.status == 200 and r.error is None for r in records.values()))
+        for server, pages in ((site, ["/", "/a"]), (other, ["/", "/b"])):
+            [probe] = self.probes(server)
+            self.assertEqual(sorted(server.targets()), sorted(["/robots.txt", probe] + pages))
+            # Logged (-v), not recorded: the probe is no URL of the site.
+            self.assertIn(f"soft-404 probe {server.url(probe)}: 404, as it should", "\n".join(logs.output))
+        self.assertNotIn("Traps:", "\n".join(crawl.summarize(crawler)))
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_OK)
+
+    def test_no_soft_404_probe(self):
+        site = self.catch_all_site(html_page("b"))
+        crawler, records = self.crawl_site(site.url(), soft_404=False)
+        self.assertEqual(self.probes(site), [])
+        self.assertEqual({r.error_kind for r in records.values()}, {None})
+
+    def test_the_probe_obeys_robots_txt(self):
+        site = self.catch_all_site(html_page("b"), {
+            "/robots.txt": robots_page("User-agent: *\nDisallow: /crawl.py-probe-\n")})
+        with self.assertLogs("crawl", "INFO") as logs:
+            crawler, records = self.crawl_site(site.url())
+        self.assertEqual(self.probes(site), [])
+        self.assertIn("disallowed by robots.txt; soft 404s not spotted", "\n".join(logs.output))
+        self.assertEqual(set(records), {site.url("/"), site.url("/b")})
+
+    def test_a_probe_that_fails_unexpectedly_holds_up_nothing(self):
+        class BrokenProbe(crawl.Crawler):
+            def _fetch_probe(self, origin, state):
+                raise RuntimeError("a bug in the probe")
+                yield
+
+        site = self.site({"/": html_page("/a", "/b", "/c"), "/a": html_page(), "/b": html_page(),
+                          "/c": html_page()})
+        crawler = BrokenProbe(site.url(), max_tasks=4)
+        with self.assertLogs("crawl", "ERROR") as logs:
+            records = self.run_co(crawler.crawl(), timeout=10)
+        self.assertIn("a bug in the probe", "\n".join(logs.output))
+        self.assertEqual({url: r.status for url, r in records.items()},
+                         {site.url(t): 200 for t in ("/", "/a", "/b", "/c")})
+
+    def test_path_limits_are_recorded_not_fetched_and_counted(self):
+        deep = "/" + "/".join(str(i) for i in range(21))
+        long_query = "/search?q=" + "x" * 2100
+        links = ["/a/b/a/b/a/b/", "/a/b/a/b/", deep, deep.rsplit("/", 1)[0], long_query, "/c//////"]
+        site = self.site({"/": html_page(*links)})
+        crawler, records = self.crawl_site(site.url())
+        self.assert_every_url_recorded(crawler, records)
+        kinds = {url[len(site.origin):]: r.error_kind for url, r in records.items() if r.error_kind}
+        self.assertEqual(kinds, {"/a/b/a/b/a/b/": "path_repeats", deep: "path_segments",
+                                 long_query: "url_length", "/c//////": "path_repeats"})
+        for target in kinds:
+            self.assert_record(records[site.url(target)], status=None, tries=0, failed=False)
+        self.assertNotIn("/a/b/a/b/a/b/", site.targets())
+        self.assertIn("/a/b/a/b/", site.targets())  # twice in a row is fine
+        self.assertIn(deep.rsplit("/", 1)[0], site.targets())  # 20 segments are fine
+        self.assert_record(records[site.url(deep)],
+                           error="not fetched: 21 path segments, more than --max-path-segments 20")
+        length = len(site.url(long_query))
+        self.assert_record(records[site.url(long_query)],
+                           error=f"not fetched: {length} characters, more than --max-url-length 2083")
+        summary = crawl.summarize(crawler)
+        self.assertIn(f"Traps:    path_repeats 2 from {site.url('/c//////')}, path_segments 1 from "
+                      f"{site.url(deep)}, url_length 1 from {site.url(long_query)}", summary)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)  # the 404s of the shorter links
+
+    def test_path_limits_follow_their_options(self):
+        crawler = crawl.Crawler(["http://h.test/"], max_url_length=30, max_path_segments=3,
+                                max_segment_repeats=1)
+        self.addCleanup(crawler.client.close)
+        cases = {
+            "http://h.test/a/b/": None, "http://h.test/a/b/c": None,
+            "http://h.test/a/b/c/": "path_segments", "http://h.test/a/a": "path_repeats",
+            "http://h.test/a/ab": None, "http://h.test/ab/b": None, "http://h.test/x?q=/a/a/a/a": None,
+            "http://h.test/?q=" + "x" * 14: "url_length", "http://h.test/?q=" + "x" * 13: None,
+        }
+        for url, kind in cases.items():
+            with self.subTest(url=url):
+                trap = crawler._trap(url)
+                self.assertEqual(trap and trap[0], kind)
+        default = crawl.Crawler(["http://h.test/"])
+        self.addCleanup(default.client.close)
+        for url, kind in {"http://h.test/a/b/a/b/a/b": "path_repeats", "http://h.test/a/b/a/b/a/c": None,
+                          "http://h.test/x/y/z/y/z/y/z/w": "path_repeats", "http://h.test/a/a/ab/": None,
+                          "http://h.test/" + "x" * 2069: None, "http://h.test/" + "x" * 2070: "url_length"}.items():
+            with self.subTest(url=url):
+                trap = default._trap(url)
+                self.assertEqual(trap and trap[0], kind)
+        for keyword in ("max_url_length", "max_path_segments", "max_segment_repeats"):
+            with self.subTest(keyword=keyword), self.assertRaises(ValueError):
+                crawl.Crawler(["http://h.test/"], **{keyword: 0})
+
+    def test_the_command_line_reports_the_cut(self):
+        site = self.catch_all_site(html_page("sitemap", "a/"))
+        result = run_cli("-q", site.url())
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn(f"Traps:    soft_404 2 from {site.url('/a/')}", result.stdout)
+
+
 class CrawlerBookkeepingTest(CrawlerTestCase):
     """Counters and timings the report and the progress line read."""
 
+    @virtual_clock
     def test_a_record_that_fails_in_link_parsing_keeps_its_elapsed_time(self):
         client = FakeClient({"http://example.test/": html_page("a.html")})
         original = client.fetch
 
         def slow_fetch(url, method="GET", headers=None):
-            yield from crawl.sleep(0.01)
+            yield from crawl.sleep(1.5)
             return (yield from original(url, method, headers))
 
         client.fetch = slow_fetch
@@ -7444,8 +7733,9 @@ class CrawlerBookkeepingTest(CrawlerTestCase):
                                                robots=False)
         record = records["http://example.test/"]
         self.assertEqual((record.status, record.error_kind), (200, "internal"))
-        self.assertGreaterEqual(record.elapsed, 0.01)
+        self.assertEqual(record.elapsed, 1.5)
 
+    @virtual_clock
     def test_in_progress_counts_urls_and_fetching_counts_requests(self):
         observed = []
         client = FakeClient({"http://example.test/": html_page("a.html", "b.html")})
@@ -7458,7 +7748,7 @@ class CrawlerBookkeepingTest(CrawlerTestCase):
 
         client.fetch = watching_fetch
         crawler = crawl.Crawler("http://example.test/", client=client, robots=False,
-                                delay=0.02, max_tasks=3)
+                                delay=2.0, max_tasks=3, soft_404=False)
         self.run_co(crawler.crawl())
         # The root alone, then a.html on the wire while b.html waits for its
         # politeness slot: two URLs in progress, one request fetching.
@@ -7511,7 +7801,7 @@ class CrawlerReportTest(CrawlerTestCase):
         url = f"http://127.0.0.1:{refused_port(self)}/"
         crawler, _ = self.crawl_site(url, robots=False, max_tries=1)
         summary = crawl.summarize(crawler)
-        self.assertEqual(summary[:3], ["Status:   no responses", "Errors:   connect 1", "Unfetched: none"])
+        self.assertEqual(summary[:3], ["Status:   no responses", "Errors:   refused 1", "Unfetched: none"])
         self.assertEqual(summary[-1], "Pages:    0 (HTML documents fetched with status 200)")
 
 
@@ -7613,9 +7903,11 @@ class CLITest(ServerTestCase):
         port = refused_port(self)
         result = run_cli("--max-tries", "1", "--no-robots", f"127.0.0.1:{port}")
         self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
-        self.assertIn("[connect]", result.stdout)
-        result = run_cli("--max-tries", "1", f"127.0.0.1:{port}")
+        self.assertIn("[refused] connection refused", result.stdout)
+        result = run_cli(f"127.0.0.1:{port}")
         self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+        # The host's problem first, not robots.txt's.
+        self.assertIn("[refused] connection refused (robots.txt unreachable)", result.stdout)
 
     def test_json_lines_output(self):
         site = self.site({"/": html_page("/a", "/missing", "/r"), "/a": html_page(),
@@ -7793,7 +8085,7 @@ class FaultSubprocessTest(ServerTestCase):
         def lower_the_limit():
             resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
 
-        result = run_cli("-q", "--max-tasks", "500", "-o", self.output, site.url("/"),
+        result = run_cli("-q", "--max-tasks", "500", "--no-soft-404", "-o", self.output, site.url("/"),
                                 preexec_fn=lower_the_limit)
         self.assertNotIn("Traceback", result.stderr)
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
@@ -7934,7 +8226,7 @@ class BadInputTest(unittest.TestCase):
 
     def test_max_redirect_zero_is_accepted_and_follows_no_redirect(self):
         self.site.routes["/"] = redirect("/a")
-        status, stdout, stderr = run_main(["-q", "--no-robots", "--max-redirect", "0",
+        status, stdout, stderr = run_main(["-q", "--no-robots", "--no-soft-404", "--max-redirect", "0",
                                                 "-o", os.devnull, self.root])
         self.assertNotIn("error:", stderr)
         self.assertEqual(self.site.targets(), ["/"], "the redirect is not followed")
