@@ -4068,6 +4068,8 @@ WPT_URL_CASES = (
     ("https://xn--/", None, ValueError),
     ("http://a.b.c.xn--pokxncvks", None, ValueError),
     ("https://\ufffd", None, ValueError),
+    ("http://\ufdd0zyx.com", "http://other.com/", ValueError),
+    ("https://\uffffy", None, ValueError),
     ("http://f:b/c", B, ValueError),
     ("http://f:999999/c", B, ValueError),
 )
@@ -4114,6 +4116,13 @@ class URLStandardTest(unittest.TestCase):
         self.assertEqual(crawl.parse_host("βόλος.example"), "xn--nxasmm1c.example")
         self.assertEqual(crawl.parse_host("BÜCHER.example"), "xn--bcher-kva.example")
         self.assertEqual(crawl.parse_host("例え。テスト"), "xn--r8jz45g.xn--zckzah")
+        # The same answer on every Python, whatever its Unicode version
+        # (U+1FAE0 is Unicode 14: unassigned in Python 3.9's unicodedata).
+        self.assertEqual(crawl.parse_host("\U0001fae0.example"), "xn--129h.example")
+        for host in ("\U0010fffd.example", "a\u3000b.example", "a\x85b.example"):
+            with self.subTest(host=host):
+                with self.assertRaises(crawl.InvalidURL):
+                    crawl.parse_host(host)
 
     def test_ipv4_forms(self):
         for host, expected in (("0x7f.1", "127.0.0.1"), ("0177.0.0.1", "127.0.0.1"),
