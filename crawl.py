@@ -1936,11 +1936,12 @@ def normalize_component(text, safe):
     text = percent_encode(text, safe)
     if "%" not in text:
         return text
-    if _LONE_PERCENT.search(text):  # Skip on first reading: see below.
+    if _LONE_PERCENT.search(text):  # rare: see _normalize_escape_not_hex
         return _ESCAPE.sub(_normalize_escape_not_hex, text)
     return _ESCAPE.sub(_normalize_escape, text)
 
 
+# Skip on first reading: escapes beside a lone "%".
 def _normalize_escape_not_hex(match):
     # Beside a lone '%', a decoded hex digit could make a new escape that
     # names another resource: "%%34%31" is "%41" to a server, but would
@@ -2075,8 +2076,7 @@ def _resolve_path(link, scheme, authority, base_path, base_query):
     parts of a normalized base URL (RFC 3986 §5.2.2)."""
     link = link.partition("#")[0]
     path, question, query = link.partition("?")
-    if question:
-        query = normalize_component(query, QUERY_SAFE)
+    query = normalize_component(query, QUERY_SAFE) if question else None
     if not path:
         path = base_path
         if not question:
@@ -2087,8 +2087,6 @@ def _resolve_path(link, scheme, authority, base_path, base_query):
         if path[0] != "/":  # merge with the base's directory (RFC 3986 §5.2.3)
             path = base_path[:base_path.rfind("/") + 1] + path
         path = remove_dot_segments(path)
-        if not question:
-            return f"{scheme}://{authority}{path}"
     if query is None:
         return f"{scheme}://{authority}{path}"
     return f"{scheme}://{authority}{path}?{query}"
