@@ -63,9 +63,11 @@ import selectors
 import signal
 import socket
 import ssl
+import string
 import sys
 import threading
 import time
+import unicodedata
 import urllib.parse
 import zlib
 
@@ -1646,12 +1648,14 @@ def _wake_first(waiters):
 # 5. URLs
 # ---------------------------------------------------------------------------
 #
-# Two URLs that name the same resource must look the same before they meet
-# the crawler's seen set, or the page is fetched twice. normalize_url()
-# applies RFC 3986 §6.2.2 (case, percent-encoding and path segment
-# normalization) plus what browsers do with the links people actually write
-# (whitespace around them, a raw space inside, a "//host" link). The HTTP
-# client uses split_url() for the parts of a request.
+# A link means what a browser makes of it: normalize_url() reads http(s)
+# URLs as the WHATWG URL Standard does where that differs from RFC 3986 in
+# the resource named ("\" as "/", slashes before the host, IPv4 number
+# forms, international names by UTS #46). And two URLs that name the same
+# resource must look the same before they meet the crawler's seen set, or
+# the page is fetched twice: it then applies RFC 3986 §6.2.2 (case,
+# percent-encoding and path segment normalization). The HTTP client uses
+# split_url() for the parts of a request.
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -1673,7 +1677,10 @@ def split_url(url):
     if scheme not in DEFAULT_PORTS:
         raise InvalidURL(f"unsupported URL scheme {scheme!r} in {url!r}: only http and https")
     host, port = parse_authority(authority or "", url)
-    return scheme, host, port or DEFAULT_PORTS[scheme], request_target(path, query)
+    target = request_target(path, query)
+    if query == "":  # "/p?" is not "/p" (RFC 3986 §6.2.3): the empty query is sent
+        target += "?"
+    return scheme, host, port or DEFAULT_PORTS[scheme], target
 
 
 # RFC 3986 Appendix B: the regular expression that splits any URI reference
@@ -1687,16 +1694,16 @@ _FORBIDDEN_IN_HOST = re.compile(r"[\x00-\x20#%/:<>?@\[\\\]^|\x7f]")
 
 
 def parse_authority(netloc, url=None):
-    """(host, port) of an authority "user@host:port": host lower-case
-    ASCII (IDNA for international names, no brackets for IPv6), port an int
-    or None. ValueError for a missing or invalid host or port."""
+    """(host, port) of an authority "user@host:port": host as parse_host()
+    gives it (no brackets for IPv6), port an int or None. ValueError for a
+    missing or invalid host or port."""
     hostport = netloc.rpartition("@")[2]
     if hostport.startswith("["):
         literal, bracket, port = hostport[1:].partition("]")
         if not bracket or (port and not port.startswith(":")):
             raise InvalidURL(f"invalid IPv6 address in {url or netloc!r}")
-        try:  # parse and print it back: validated and in its canonical form (RFC 5952)
-            host = socket.inet_ntop(socket.AF_INET6, socket.inet_pton(socket.AF_INET6, literal))
+        try:
+            host = ipv6_address(socket.inet_pton(socket.AF_INET6, literal))
         except (OSError, ValueError):
             raise InvalidURL(f"invalid IPv6 address [{literal}] in {url or netloc!r}") from None
         port = port[1:]
@@ -1707,9 +1714,7 @@ def parse_authority(netloc, url=None):
         host, _, port = hostport.partition(":")
         if not host:
             raise InvalidURL(f"no host in {url or netloc!r}")
-        host = ascii_host(host)
-        if _FORBIDDEN_IN_HOST.search(host):
-            raise InvalidURL(f"invalid character in host {host!r}")
+        host = parse_host(host)
     if not port:
         return host, None
     if not port.isdigit() or not port.isascii() or not 0 < int(port) <= 65535:
@@ -1717,16 +1722,215 @@ def parse_authority(netloc, url=None):
     return host, int(port)
 
 
-def ascii_host(host):
-    """The host's ASCII form: IDNA-encoded when it has non-ASCII letters
-    (ValueError if that fails), lower case."""
-    host = host.lower()
-    if host.isascii():
+def ipv6_address(packed):
+    """The 16 bytes of an IPv6 address written as the URL Standard writes
+    them (§3.7, RFC 5952's form): lower-case hex, the first longest run of
+    two or more zero pieces as "::". socket.inet_ntop writes an embedded
+    IPv4 address in dotted form ("::ffff:1.2.3.4"), where the standard has
+    hex ("::ffff:102:304"), so the serializer is written out."""
+    pieces = [int.from_bytes(packed[i:i + 2], "big") for i in range(0, 16, 2)]
+    start, length = -1, 1
+    for index in range(8):
+        run = 0
+        while index + run < 8 and pieces[index + run] == 0:
+            run += 1
+        if run > length:
+            start, length = index, run
+    text = ":".join(f"{piece:x}" for piece in pieces)
+    if start < 0:
+        return text
+    head = ":".join(f"{piece:x}" for piece in pieces[:start])
+    tail = ":".join(f"{piece:x}" for piece in pieces[start + length:])
+    return f"{head}::{tail}"
+
+
+# The URL Standard's host parser for http(s), but for IPv6 literals
+# (parse_authority). The plain cases, an ASCII name that needs nothing but
+# lower case and an IPv4 address in dotted decimal, are each one regular
+# expression; the rest is skipped on first reading.
+_PLAIN_HOST = re.compile(r"(?:(?!xn--)[a-z0-9_\-]{1,63}\.)*"
+                         r"(?!xn--|[0-9]+\.?\Z|0x[0-9a-f]*\.?\Z)[a-z0-9_\-]{1,63}\.?\Z", re.I)
+_BYTE = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_DOTTED_DECIMAL = re.compile(rf"(?:{_BYTE}\.){{3}}{_BYTE}\Z")
+
+
+def parse_host(host):
+    """The host of an http(s) URL as the WHATWG URL Standard's host parser
+    gives it: percent-decoded, an international name in its ASCII form
+    (ascii_host), lower case, a number in any IPv4 form ("0x7f.1") as
+    dotted decimal ("127.0.0.1"). InvalidURL for what that parser rejects
+    (a forbidden code point, a bad IPv4 number, a bad "xn--" label) and,
+    stricter than a browser, for a name that no DNS lookup can carry (an
+    empty label, a label over 63 or a name over 253 octets): the browser
+    fails at the lookup with the same name, the crawler says why at once."""
+    if _DOTTED_DECIMAL.match(host):
         return host
+    if len(host) <= 253 and _PLAIN_HOST.match(host):
+        return host.lower()  # the common case: nothing to decode, map or check
+    if "%" in host:  # UTF-8, lossy: U+FFFD then fails as a host
+        host = urllib.parse.unquote(host, errors="replace")
+    host = ascii_host(host)
+    forbidden = _FORBIDDEN_IN_HOST.search(host)
+    if forbidden:
+        raise InvalidURL(f"invalid character {forbidden.group()!r} in host {host!r}")
+    if _ends_in_number(host):
+        return ipv4_address(host)
+    labels = host[:-1].split(".") if host.endswith(".") else host.split(".")
+    if "" in labels:
+        raise InvalidURL(f"invalid host name {host!r}: an empty label")
+    if max(map(len, labels)) > 63 or len(host) > 253:
+        raise InvalidURL(f"invalid host name {host!r}: too long for DNS")
+    return host
+
+
+# Skip on first reading: the numeric IPv4 forms browsers accept (URL Standard
+# §3.5, the IPv4 parser): 1 to 4 parts, each decimal, octal (leading 0) or
+# hex (0x); the last part fills the remaining bytes ("192.168.257" is
+# 192.168.1.1). socket.inet_aton reads the same forms, but also takes
+# whitespace and trailing text on some platforms, so it is written out here.
+_HEX_NUMBER = re.compile(r"0[xX][0-9A-Fa-f]*\Z")
+_IPV4_NUMBER = re.compile(r"0[xX]([0-9A-Fa-f]*)\Z|(0[0-7]*)\Z|([1-9][0-9]*)\Z")
+
+
+def _ends_in_number(host):
+    last = host[:-1] if host.endswith(".") else host
+    last = last.rpartition(".")[2]
+    if not last:
+        return False
+    return last.isdigit() and last.isascii() or _HEX_NUMBER.match(last) is not None
+
+
+def _ipv4_number(part, host):
+    match = _IPV4_NUMBER.match(part)
+    if match is None:
+        raise InvalidURL(f"invalid IPv4 address {host!r}: bad part {part!r}")
+    hexadecimal, octal, decimal = match.groups()
+    if hexadecimal is not None:
+        return int(hexadecimal or "0", 16)
+    return int(octal, 8) if octal is not None else int(decimal)
+
+
+def ipv4_address(host):
+    """A host that ends in a number, as a dotted-decimal IPv4 address."""
+    parts = (host[:-1] if host.endswith(".") else host).split(".")
+    if len(parts) > 4:
+        raise InvalidURL(f"invalid IPv4 address {host!r}: more than 4 parts")
+    numbers = [_ipv4_number(part, host) for part in parts]
+    last = numbers.pop()
+    if any(number > 255 for number in numbers) or last >= 256 ** (4 - len(numbers)):
+        raise InvalidURL(f"invalid IPv4 address {host!r}: a part out of range")
+    address = last
+    for index, number in enumerate(numbers):
+        address += number << (24 - 8 * index)
+    return socket.inet_ntoa(address.to_bytes(4, "big"))
+
+
+# Skip on first reading: international names, UTS #46 non-transitional.
+# The standard library's "idna" codec is IDNA 2003 (RFC 3490): it maps "ß"
+# to "ss" and "ς" to "σ", where browsers (UTS #46 non-transitional
+# processing, which the URL Standard uses) keep them: "faß.example" is
+# "xn--fa-hia.example". What unicodedata and encodings.punycode allow:
+# - mapping: case folding then NFKC (what UTS #46's table is built from),
+#   but the deviation characters ß, ς, ZWJ and ZWNJ kept, and the common
+#   "ignored" code points (soft hyphen, zero-width space, variation
+#   selectors, ...) removed; ideographic full stops separate labels;
+# - validity: NFC, no leading combining mark, no private-use, surrogate,
+#   control, space or noncharacter code point, ZWJ/ZWNJ in context (CONTEXTJ), "xn--"
+#   labels that decode to a mapped label. Unassigned code points pass:
+#   unicodedata is Unicode 13 on Python 3.9 and 15.1 on 3.13, and a name
+#   must get the same answer from each (the DNS lookup has the last word);
+# - then Punycode (RFC 3492) for each label that is not ASCII.
+# Left out, as they need tables the standard library lacks: the exact
+# per-code-point status of the UTS #46 table (a few symbols browsers reject
+# pass here, and fail at the DNS lookup), CheckBidi (RFC 5893: "يa" passes
+# here), and the joining types of CONTEXTJ's rule for ZWNJ (approximated:
+# between two Arabic-script letters).
+_DEVIATIONS = frozenset("\u00df\u03c2\u200c\u200d")
+_IGNORED_IN_HOST = str.maketrans(dict.fromkeys(map(ord, (
+    "\u00ad\u034f\u180b\u180c\u180d\u180f\u200b\u2060\ufeff"
+    + "".join(map(chr, range(0xfe00, 0xfe10)))))))
+_NOT_IN_HOST_CATEGORIES = frozenset(("Co", "Cs", "Cc", "Zs", "Zl", "Zp"))
+
+
+def ascii_host(host):
+    """The ASCII form of a host name (UTS #46 ToASCII, non-transitional,
+    as browsers do; see above): lower case, each international label
+    Punycode-encoded. InvalidURL for a name that cannot be valid."""
+    if host.isascii():
+        host = host.lower()
+        if "xn--" in host:
+            for label in host.split("."):
+                if label.startswith("xn--"):
+                    _check_label(_decode_punycode(label, host), host)
+        return host
+    labels = []
+    for label in _map_host(host).split("."):
+        if label.startswith("xn--"):
+            _check_label(_decode_punycode(label, host), host)
+        elif not label.isascii():
+            _check_label(label, host)
+            label = "xn--" + label.encode("punycode").decode("ascii")
+        labels.append(label)
+    return ".".join(labels)
+
+
+def _map_host(text):
+    mapped = "".join(char if char in _DEVIATIONS
+                     else unicodedata.normalize("NFKC", char.casefold())
+                     for char in text.translate(_IGNORED_IN_HOST))
+    return unicodedata.normalize("NFC", mapped).replace("\u3002", ".")
+
+
+def _decode_punycode(label, host):
+    """The Unicode form of an "xn--" label, which must be one that mapping
+    leaves as it is (UTS #46 §4.1: only "valid" code points)."""
     try:
-        return host.encode("idna").decode("ascii")
+        decoded = label[4:].encode("ascii").decode("punycode")
     except UnicodeError:
-        raise InvalidURL(f"invalid international host name {host!r}") from None
+        decoded = ""
+    if not decoded or decoded.isascii() or _map_host(decoded) != decoded:
+        raise InvalidURL(f"invalid international host name {host!r}: bad label {label!r}")
+    return decoded
+
+
+def _joiner_allowed(label, index):
+    # RFC 5892 Appendix A.1-A.2 (CONTEXTJ): after a virama; for ZWNJ also
+    # between two joining letters, approximated as two Arabic-script letters
+    # (bidi class AL), non-spacing marks between skipped.
+    if index and unicodedata.combining(label[index - 1]) == 9:
+        return True
+    if label[index] == "\u200d":
+        return False
+    return all(unicodedata.bidirectional(_letter_beside(label, index, step)) == "AL"
+               for step in (-1, 1))
+
+
+def _letter_beside(label, index, step):
+    index += step
+    while 0 <= index < len(label) and unicodedata.category(label[index]) == "Mn":
+        index += step
+    return label[index] if 0 <= index < len(label) else " "
+
+
+def _check_label(label, host):
+    problem = _label_problem(label)
+    if problem:
+        raise InvalidURL(f"invalid international host name {host!r}: {problem}")
+
+
+def _label_problem(label):
+    if unicodedata.normalize("NFC", label) != label:
+        return "not in NFC"
+    if unicodedata.category(label[0]).startswith("M"):
+        return "a label starts with a combining mark"
+    for index, char in enumerate(label):
+        code = ord(char)
+        if (unicodedata.category(char) in _NOT_IN_HOST_CATEGORIES or char == "\ufffd"
+                or 0xFDD0 <= code <= 0xFDEF or code & 0xFFFE == 0xFFFE):  # noncharacters
+            return f"code point U+{code:04X} not allowed"
+        if char in "\u200c\u200d" and not _joiner_allowed(label, index):
+            return f"U+{ord(char):04X} (a zero-width joiner) out of its context"
+    return None
 
 
 _NEEDS_NO_ENCODING = re.compile(r"[A-Za-z0-9\-._~/:@!$&'()*+,;=?]*\Z")
@@ -1734,11 +1938,11 @@ _LONE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
 def percent_encode(text, safe):
-    """Percent-encode what is not safe (non-ASCII as UTF-8), keeping
-    existing %XX escapes (never double-encode) and escaping a lone '%'."""
+    """Percent-encode what is not safe (non-ASCII as UTF-8), keeping every
+    '%': an existing %XX escape is never encoded twice, and a lone '%'
+    stays '%', as in the URL Standard (request_target escapes it)."""
     if _NEEDS_NO_ENCODING.match(text) and ("?" not in text or "?" in safe):
         return text  # the common case: nothing to encode
-    text = _LONE_PERCENT.sub("%25", text)
     return urllib.parse.quote(text, safe=safe + "%")
 
 
@@ -1747,18 +1951,26 @@ QUERY_SAFE = PATH_SAFE + "?"
 
 
 def request_target(path, query):
-    """The origin-form request target: path ("/" if empty) and query."""
-    target = percent_encode(path, PATH_SAFE) or "/"
+    """The origin-form request target: path ("/" if empty) and query. A
+    lone '%' is sent as "%25": a URL may hold one, a request target may not
+    (RFC 9112 §3.2 takes RFC 3986's pct-encoded = "%" HEXDIG HEXDIG)."""
+    target = _escape_lone_percent(percent_encode(path, PATH_SAFE)) or "/"
     if not target.startswith("/"):
         target = "/" + target
     if query:
-        target += "?" + percent_encode(query, QUERY_SAFE)
+        target += "?" + _escape_lone_percent(percent_encode(query, QUERY_SAFE))
     return target
+
+
+def _escape_lone_percent(text):
+    return _LONE_PERCENT.sub("%25", text) if "%" in text else text
+
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 LINK_WHITESPACE = " \t\n\f\r"  # the ASCII whitespace the HTML standard strips
+_C0_AND_SPACE = "".join(map(chr, range(0x21)))  # what the URL parser strips around a URL
 _REMOVED_INSIDE = str.maketrans("", "", "\t\n\r")  # as browsers do (WHATWG URL)
 
 
@@ -1771,7 +1983,22 @@ def normalize_component(text, safe):
     """Percent-encode what must be (never re-encoding an escape), then
     uppercase escapes and decode escaped unreserved characters."""
     text = percent_encode(text, safe)
-    return _ESCAPE.sub(_normalize_escape, text) if "%" in text else text
+    if "%" not in text:
+        return text
+    if _LONE_PERCENT.search(text):  # rare: see _normalize_escape_not_hex
+        return _ESCAPE.sub(_normalize_escape_not_hex, text)
+    return _ESCAPE.sub(_normalize_escape, text)
+
+
+# Skip on first reading: escapes beside a lone "%".
+def _normalize_escape_not_hex(match):
+    # Beside a lone '%', a decoded hex digit could make a new escape that
+    # names another resource: "%%34%31" is "%41" to a server, but would
+    # become "%41" and then "A". So hex digits stay escaped there.
+    char = chr(int(match.group(1), 16))
+    if char in _UNRESERVED and char not in string.hexdigits:
+        return char
+    return "%" + match.group(1).upper()
 
 
 def remove_dot_segments(path):
@@ -1804,15 +2031,20 @@ def normalize_url(link, base=None):
     one to follow: empty, fragment-only, or another scheme (mailto:, tel:,
     javascript:, data:, ftp:, ...).
 
-    Rules: ASCII whitespace around the link is stripped and TAB, LF and CR
-    inside it removed; the fragment and any userinfo are dropped; scheme and
-    host are lower-cased, the host IDNA-encoded, the default port dropped;
-    an empty path becomes "/"; dot-segments are removed; percent-escapes
-    get upper-case hex, escaped unreserved characters are decoded (never
-    %2F), other characters that need it are percent-encoded (UTF-8) and an
-    existing escape is never encoded twice. ValueError (with the reason)
-    for a URL that cannot be valid: a bad port, an invalid IPv6 literal or
-    international name, no host."""
+    Rules: the WHATWG URL Standard's parser for http(s) URLs, where it
+    differs from RFC 3986 in the resource named: C0 controls and spaces
+    around the link are stripped and TAB, LF and CR inside it removed; "\\"
+    is "/" before the query; any number of slashes may follow "http:" (or
+    start a scheme-relative link: "///host/p"); the host is parsed as
+    parse_host() says (IPv4 number forms, international names). Then RFC
+    3986 normalization that keeps the resource: the fragment and any
+    userinfo are dropped; scheme and host are lower-cased, the default port
+    dropped; an empty path becomes "/"; dot-segments are removed; an empty
+    query "?" is kept; percent-escapes get upper-case hex, escaped
+    unreserved characters are decoded (never %2F), other characters that
+    need it are percent-encoded (UTF-8), an existing escape is never
+    encoded twice and a lone "%" stays. ValueError (with the reason) for a
+    URL that cannot be valid: a bad port, an invalid host, no host."""
     link = _clean_link(link)
     if not link or link[0] == "#":
         return None
@@ -1821,42 +2053,52 @@ def normalize_url(link, base=None):
         scheme = scheme.group()[:-1].lower()
         if scheme not in DEFAULT_PORTS:
             return None
-        if link.startswith("//", len(scheme) + 1) or base is None:
-            return _normalize_absolute(link)
-        # "http:x" names no host: like browsers (and RFC 3986 §5.2.2 for
-        # non-strict parsers), read it as relative when the scheme is the base's.
-        base_scheme = split_base(base)[0]
-        if scheme != base_scheme:
-            return _normalize_absolute(link)
-        link = link[len(scheme) + 1:]
+        rest = link[len(scheme) + 1:]
+        # "http:x" and "http:/x" name no host when the base has the same
+        # scheme: read as relative then, as browsers do; otherwise any
+        # number of slashes lead to the host (URL Standard, "special
+        # authority slashes" and "special relative or authority" states).
+        if base is None or rest.startswith("//") or scheme != split_base(base)[0]:
+            return _normalize_absolute(scheme, rest.lstrip("/"), link)
+        link = rest
     if base is None:
         return None
     base_scheme, authority, base_path, base_query = split_base(base)
-    if link.startswith("//"):  # a network-path reference: only the scheme is the base's
-        return _normalize_absolute(base_scheme + ":" + link)
+    if link.startswith("//"):  # a scheme-relative link: only the scheme is the base's
+        return _normalize_absolute(base_scheme, link.lstrip("/"), link)
     return _resolve_path(link, base_scheme, authority, base_path, base_query)
 
 
 def _clean_link(link):
-    link = link.strip(LINK_WHITESPACE)
+    link = link.strip(_C0_AND_SPACE)
     if "\t" in link or "\n" in link or "\r" in link:
         link = link.translate(_REMOVED_INSIDE)
+    if "\\" in link:  # in an http(s) URL a backslash is "/", but in the query and fragment
+        end = _QUERY_OR_FRAGMENT.search(link)
+        end = end.start() if end else len(link)
+        link = link[:end].replace("\\", "/") + link[end:]
     return link
 
 
-def _normalize_absolute(url):
-    scheme, authority, path, query, _ = _URI_REFERENCE.match(url).groups()
-    scheme = (scheme or "").lower()
-    if scheme not in DEFAULT_PORTS:
-        return None
-    host, port = parse_authority(authority or "", url)
+_QUERY_OR_FRAGMENT = re.compile(r"[?#]")
+
+
+def _normalize_absolute(scheme, rest, link):
+    """The normalized URL of scheme "://" rest, rest the authority and
+    what follows it (link as written, for messages)."""
+    authority, path, query, _ = _AFTER_SCHEME.match(rest).groups()
+    host, port = parse_authority(authority, link)
     if ":" in host:
         host = f"[{host}]"
     authority = host if port is None or port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
     # Escapes first, then dot-segments: "%2E%2E" is ".." (RFC 3986 §6.2.2.3).
     path = remove_dot_segments(normalize_component(path, PATH_SAFE)) or "/"
-    query = normalize_component(query or "", QUERY_SAFE)
-    return f"{scheme}://{authority}{path}?{query}" if query else f"{scheme}://{authority}{path}"
+    if query is None:
+        return f"{scheme}://{authority}{path}"
+    return f"{scheme}://{authority}{path}?{normalize_component(query, QUERY_SAFE)}"
+
+
+_AFTER_SCHEME = re.compile(r"([^/?#]*)([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.S)
 
 
 def _resolve_path(link, scheme, authority, base_path, base_query):
@@ -1864,18 +2106,20 @@ def _resolve_path(link, scheme, authority, base_path, base_query):
     parts of a normalized base URL (RFC 3986 §5.2.2)."""
     link = link.partition("#")[0]
     path, question, query = link.partition("?")
+    query = normalize_component(query, QUERY_SAFE) if question else None
     if not path:
         path = base_path
         if not question:
-            query = base_query
+            query = base_query  # normalized already; None for none
     else:
         # Escapes first, then dot-segments: "%2E%2E" is ".." (RFC 3986 §6.2.2.3).
         path = normalize_component(path, PATH_SAFE)
         if path[0] != "/":  # merge with the base's directory (RFC 3986 §5.2.3)
             path = base_path[:base_path.rfind("/") + 1] + path
         path = remove_dot_segments(path)
-    query = normalize_component(query, QUERY_SAFE)
-    return f"{scheme}://{authority}{path}?{query}" if query else f"{scheme}://{authority}{path}"
+    if query is None:
+        return f"{scheme}://{authority}{path}"
+    return f"{scheme}://{authority}{path}?{query}"
 
 
 def url_origin(url):
@@ -1922,7 +2166,12 @@ def resolve_location(location, url):
 def link_host(link):
     """The host a link names, lower case and as written (not validated:
     the link may be invalid), or None for a link with no authority."""
-    authority = _URI_REFERENCE.match(link).group(2)
+    link = _clean_link(link)
+    scheme = _SCHEME.match(link)
+    rest = link[scheme.end():] if scheme else link
+    if not rest.startswith("//"):
+        return None
+    authority = _AFTER_SCHEME.match(rest.lstrip("/")).group(1)
     if not authority:
         return None
     host = authority.rpartition("@")[2].lower()
@@ -1932,23 +2181,26 @@ def link_host(link):
 def parse_root(text):
     """A root as given on the command line ("xkcd.com", "localhost:8000",
     "https://host/path") as a normalized URL; no scheme means http://.
-    ValueError for another scheme or a root with no host."""
-    text = text.strip()
+    Read like any link (the URL Standard: "http:/host" has a host), and
+    checked as fully before anything is fetched: InvalidURL for another
+    scheme, no host, an invalid host ("bad..host", ".git") or a bad port
+    ("localhost:abc")."""
+    text = text.strip(_C0_AND_SPACE)
     scheme = _SCHEME.match(text)
-    if "://" not in text:
-        if scheme and scheme.group()[:-1].lower() in DEFAULT_PORTS:
-            raise InvalidURL(f"missing '//' after {scheme.group()!r} in {text!r}")
-        if scheme and not re.match(r"[^:/]+:\d*(/|$)", text):  # not host:port
+    if scheme is None or scheme.group()[:-1].lower() not in DEFAULT_PORTS:
+        if scheme and (text.startswith("//", scheme.end()) or not _HOST_AND_PORT.match(text)):
             raise InvalidURL(f"unsupported URL scheme {scheme.group()[:-1]!r} in {text!r}: "
                              "only http and https")
         text = "http://" + text
-    scheme = text.split("://", 1)[0].lower()
-    if scheme not in DEFAULT_PORTS:
-        raise InvalidURL(f"unsupported URL scheme {scheme!r} in {text!r}: only http and https")
     url = normalize_url(text)
     if url is None:
         raise InvalidURL(f"not a URL that can be crawled: {text!r}")
     return url
+
+
+# "host:port" rather than "scheme:...": digits after the colon, or a name
+# that is no URL scheme ("localhost", a dotted name).
+_HOST_AND_PORT = re.compile(r"[^:/]+:\d*(?:/|\Z)|(?:localhost|[^:/]*\.[^:/]*):", re.I)
 
 
 # ---------------------------------------------------------------------------
@@ -4506,8 +4758,8 @@ def split_base(base):
             raise InvalidURL(f"base URL {base!r} is not an absolute http(s) URL")
         scheme, _, rest = normalized.partition("://")
         slash = rest.find("/")
-        path, _, query = rest[slash:].partition("?")
-        parts = (scheme, rest[:slash], path, query)
+        path, question, query = rest[slash:].partition("?")
+        parts = (scheme, rest[:slash], path, query if question else None)
         if len(_BASES) >= 10000:
             _BASES.clear()
         _BASES[base] = parts
