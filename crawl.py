@@ -1823,7 +1823,7 @@ def split_base(base):
         slash = rest.find("/")
         path, _, query = rest[slash:].partition("?")
         parts = (scheme, rest[:slash], path, query)
-        if len(_BASES) >= 10000:
+        if len(_BASES) >= 256:  # one base serves all the links of a page
             _BASES.clear()
         _BASES[base] = parts
     return parts
@@ -3142,6 +3142,7 @@ class Crawler:
         self.frontier = Queue()
         self.seen = {}  # URL -> how many pages link to it (or redirect to it)
         self.records = {}
+        self._strings = {}  # see _shared
         self.pages = 0  # records of HTML pages fetched with 200 (Record.is_page)
         self.failed = 0  # records that count as failures (Record.failed)
         self.origins = {}  # (scheme, host, port) -> _OriginState
@@ -3305,10 +3306,19 @@ class Crawler:
 
     def _take_response_facts(self, record, response):
         record.status = response.status
-        record.reason = response.reason
-        record.content_type = response.content_type
-        record.charset = response.charset
+        record.reason = self._shared(response.reason)
+        record.content_type = self._shared(response.content_type)
+        record.charset = self._shared(response.charset)
         record.size = len(response.body)
+
+    # Skip on first reading: memory per URL.
+    def _shared(self, text):
+        """text, or an equal string that an earlier record holds: the
+        records of a site share one "OK", one "text/html" and one "utf-8"
+        rather than keeping a copy each (about 160 bytes per URL)."""
+        if text is None or len(self._strings) >= 1000:  # a bound against odd servers
+            return self._strings.get(text, text)
+        return self._strings.setdefault(text, text)
 
     # Fetching ------------------------------------------------------------------
 
@@ -4061,7 +4071,7 @@ class LinkResolver:
     cache by that part lets every page in a directory share the entries."""
 
     _cache = {}  # (context, raw link) -> URL str, None, or the ValueError
-    MAX_ENTRIES = 100_000
+    MAX_ENTRIES = 10_000
 
     def __init__(self, base):
         self.base = base
@@ -4069,6 +4079,16 @@ class LinkResolver:
         self.origin = f"{scheme}://{authority}"
         self.directory = self.origin + path[:path.rfind("/") + 1]
         self.scheme = scheme
+
+    def _up(self, levels):
+        """The directory levels above the base's ("../" removes one)."""
+        directory = self.directory
+        for _ in range(levels):
+            cut = directory.rfind("/", len(self.origin), len(directory) - 1)
+            if cut < 0:
+                break  # at the root: ".." above it is dropped (RFC 3986 §5.2.4)
+            directory = directory[:cut + 1]
+        return directory
 
     def _context(self, raw):
         if not raw:
@@ -4084,6 +4104,16 @@ class LinkResolver:
         return self.base  # anything else may depend on the whole base
 
     def resolve(self, raw):
+        plain = _PLAIN_LINK.match(raw)
+        if plain is not None:  # the common shape: no cache needed
+            from_root, dots, path, query = plain.groups()
+            if from_root:
+                url = self.origin + "/" + path
+            elif "../" in dots:
+                url = self._up(dots.count("../")) + path
+            else:
+                url = self.directory + path
+            return url + query if query and len(query) > 1 else url
         key = (self._context(raw), raw)
         cache = self._cache
         result = cache.get(key, cache)
@@ -4099,6 +4129,16 @@ class LinkResolver:
 
 
 _ABSOLUTE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+# A relative link of this shape resolves by concatenation: its origin or
+# directory, then the path and query, without the fragment. Its
+# characters are ones normalization keeps as they are; it has no empty
+# segment and no dot-segment but leading "./" and "../" (which resolution
+# applies to the base's directory).
+# Most links on most sites look like this; resolving them here takes a
+# fifth of the time normalize_url() does, and keeps them out of the cache.
+_PLAIN_LINK = re.compile(r"""(/)?((?:\.\.?/)*)
+    ([A-Za-z0-9_~-][A-Za-z0-9._~-]*(?:/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)*/?)
+    (\?[A-Za-z0-9._~=&-]*)?(?:\#.*)?\Z""", re.S | re.X)
 
 
 if __name__ == "__main__":

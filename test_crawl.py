@@ -7402,6 +7402,20 @@ class CrawlerBookkeepingTest(CrawlerTestCase):
         stats = crawler.stats()
         self.assertEqual((stats["in_progress"], stats["fetching"]), (0, 0))
 
+    def test_records_share_one_copy_of_repeated_strings(self):
+        client = FakeClient({"http://example.test/": html_page("a.html", "b.html"),
+                             "http://example.test/a.html": html_page(),
+                             "http://example.test/b.html": html_page()})
+        crawler, records = self.crawl_site("http://example.test/", client=client, robots=False)
+        first, *others = records.values()
+        self.assertEqual(len(others), 2)
+        for record in others:
+            self.assertEqual((record.reason, record.content_type, record.charset),
+                             (first.reason, first.content_type, first.charset))
+            self.assertIs(record.content_type, first.content_type)
+            self.assertIs(record.reason, first.reason)
+            self.assertIs(record.charset, first.charset)
+
 
 # ---------------------------------------------------------------------------
 # 10. The report and the command line
@@ -7997,6 +8011,54 @@ class ScanLinksEquivalenceTest(unittest.TestCase):
         for path in paths[::step]:
             with open(path, encoding="utf-8", errors="replace") as file:
                 self.assertSameLinks(file.read())
+
+
+
+class LinkResolverTest(unittest.TestCase):
+    """LinkResolver.resolve() gives normalize_url()'s answer, with its fast
+    path for plain links and its bounded cache for the others."""
+
+    BASES = ("http://h.test/a/b/c.html?q=1", "https://h.test/", "http://h.test:81/d/",
+             "http://h.test/a//b/c")
+    LINKS = ("x.html", "x/", "./x", "././x/y/", "/x", "/./x", "x?b=1&c", "x?", "x#f",
+             "x?y#z", "x.y..z", "~u/x-y_z", "../x", "../../../../x/y?z", "./../x",
+             ".././x", "/../x", "../", "..//x", "../.x", "x//y", "/", ".", "..", "x/../y",
+             "x/./y", "?q", "#f", "", " x", "x ", "x\ty", "X%41", "%2e%2E/x", "x:y",
+             "//g.test/x", "HTTP://G.test", "-", "a.", "_/_/", "\u00e9", "x?%41", "x?a b",
+             "http://[::1", "mailto:x@h.test")
+
+    def test_every_link_resolves_as_normalize_url_does(self):
+        for base in self.BASES:
+            resolver = crawl.LinkResolver(base)
+            for raw in self.LINKS:
+                with self.subTest(base=base, raw=raw):
+                    try:
+                        expected = crawl.normalize_url(raw, base)
+                    except ValueError as error:
+                        expected = str(error)
+                    result = resolver.resolve(raw)
+                    if isinstance(result, ValueError):
+                        result = str(result)
+                    self.assertEqual(result, expected)
+
+    def test_plain_links_skip_the_cache(self):
+        resolver = crawl.LinkResolver("http://h.test/a/b/c.html")
+        with mock.patch.object(crawl.LinkResolver, "_cache", {}) as cache:
+            self.assertEqual(
+                [resolver.resolve(raw) for raw in ("d.html", "../d.html?v=1", "/e/#top")],
+                ["http://h.test/a/b/d.html", "http://h.test/a/d.html?v=1",
+                 "http://h.test/e/"])
+            self.assertEqual(cache, {})
+            self.assertEqual(resolver.resolve("d%7e.html"), "http://h.test/a/b/d~.html")
+            self.assertEqual(len(cache), 1)
+
+    def test_the_cache_stays_within_its_bound(self):
+        resolver = crawl.LinkResolver("http://h.test/")
+        with mock.patch.object(crawl.LinkResolver, "_cache", {}) as cache, \
+                mock.patch.object(crawl.LinkResolver, "MAX_ENTRIES", 50):
+            for n in range(500):
+                self.assertEqual(resolver.resolve(f"%7e{n}"), f"http://h.test/~{n}")
+                self.assertLessEqual(len(cache), 50)
 
 
 if __name__ == "__main__":
