@@ -53,6 +53,7 @@ import errno
 import heapq
 import html
 import html.parser
+import importlib.util
 import itertools
 import logging
 import os
@@ -60,12 +61,29 @@ import re
 import selectors
 import signal
 import socket
-import ssl
 import sys
 import threading
 import time
 import urllib.parse
 import zlib
+
+
+# Skip on first reading: start-up time.
+def _import_on_first_use(name):
+    """The module name, executed when one of its attributes is first used
+    (importlib's LazyLoader): a plain-HTTP crawl never pays for ssl, whose
+    import is the largest part of this file's own start-up after compiling."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # one module for everyone who imports it
+    spec.loader.exec_module(module)
+    return module
+
+
+ssl = _import_on_first_use("ssl")
 
 __version__ = "1.0"
 
@@ -1036,7 +1054,7 @@ def run(coro):
 # non-blocking sockets: try the system call first, and only when it would
 # block, wait for the selector to say the socket is ready.
 
-_WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError)
+_WOULD_BLOCK = (BlockingIOError, InterruptedError)  # TLS sockets: ssl.SSLWantReadError
 
 
 def sleep(seconds, result=None):
@@ -1122,6 +1140,8 @@ def read(sock, max_bytes=65536, timeout=None):
             return sock.recv(max_bytes)
         except _WOULD_BLOCK:
             for_writing = False
+        except ssl.SSLWantReadError:  # (only a TLS socket raises these)
+            for_writing = False
         except ssl.SSLWantWriteError:  # TLS needs to send before it can read
             for_writing = True
         # Wait outside the except clause: a coroutine suspended inside one
@@ -1136,6 +1156,8 @@ def read_into(sock, buffer, timeout=None):
         try:
             return sock.recv_into(buffer)
         except _WOULD_BLOCK:
+            for_writing = False
+        except ssl.SSLWantReadError:
             for_writing = False
         except ssl.SSLWantWriteError:
             for_writing = True

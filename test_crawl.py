@@ -1671,6 +1671,30 @@ class StructureTest(unittest.TestCase):
                 self.assertGreaterEqual(section(node.lineno), defined[node.id],
                                         f"{node.id} used on line {node.lineno}")
 
+    def test_a_plain_http_crawl_never_loads_ssl(self):
+        """ssl is executed on first use only (start-up time); a crawl over
+        https loads it, and its errors are ssl's own classes."""
+        code = ("import sys, crawl\n"
+                "before = '_ssl' in sys.modules\n"
+                "status = crawl.main(sys.argv[1:])\n"
+                "after = '_ssl' in sys.modules\n"
+                "import ssl\n"
+                "print(before, after, status, crawl.ssl is ssl)")
+        with SiteServer({"/": html_page("/a"), "/a": html_page()}) as site:
+            result = subprocess.run(
+                [sys.executable, "-c", code, site.url("/"), "-q", "--no-robots"], cwd=HERE,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                timeout=60)
+        self.assertEqual(result.stderr, "")
+        self.assertEqual(result.stdout.splitlines()[-1], "False False 0 True")
+        with SiteServer({"/": html_page()}, tls=True) as site:
+            result = subprocess.run(
+                [sys.executable, "-c", code, site.url("/"), "-q", "--no-robots"], cwd=HERE,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                timeout=60)
+        self.assertIn("[tls] certificate verify failed", result.stdout)
+        self.assertEqual(result.stdout.splitlines()[-1], "False True 2 True")
+
 
 
 # ---------------------------------------------------------------------------
