@@ -1652,6 +1652,30 @@ class StructureTest(unittest.TestCase):
                 self.assertGreaterEqual(section(node.lineno), defined[node.id],
                                         f"{node.id} used on line {node.lineno}")
 
+    def test_a_plain_http_crawl_never_loads_ssl(self):
+        """ssl is executed on first use only (start-up time); a crawl over
+        https loads it, and its errors are ssl's own classes."""
+        code = ("import sys, crawl\n"
+                "before = '_ssl' in sys.modules\n"
+                "status = crawl.main(sys.argv[1:])\n"
+                "after = '_ssl' in sys.modules\n"
+                "import ssl\n"
+                "print(before, after, status, crawl.ssl is ssl)")
+        with SiteServer({"/": html_page("/a"), "/a": html_page()}) as site:
+            result = subprocess.run(
+                [sys.executable, "-c", code, site.url("/"), "-q", "--no-robots"], cwd=HERE,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                timeout=60)
+        self.assertEqual(result.stderr, "")
+        self.assertEqual(result.stdout.splitlines()[-1], "False False 0 True")
+        with SiteServer({"/": html_page()}, tls=True) as site:
+            result = subprocess.run(
+                [sys.executable, "-c", code, site.url("/"), "-q", "--no-robots"], cwd=HERE,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                timeout=60)
+        self.assertIn("[tls] certificate verify failed", result.stdout)
+        self.assertEqual(result.stdout.splitlines()[-1], "False True 2 True")
+
 
 
 # ---------------------------------------------------------------------------
@@ -7987,6 +8011,20 @@ class CrawlerBookkeepingTest(CrawlerTestCase):
         stats = crawler.stats()
         self.assertEqual((stats["in_progress"], stats["fetching"]), (0, 0))
 
+    def test_records_share_one_copy_of_repeated_strings(self):
+        client = FakeClient({"http://example.test/": html_page("a.html", "b.html"),
+                             "http://example.test/a.html": html_page(),
+                             "http://example.test/b.html": html_page()})
+        crawler, records = self.crawl_site("http://example.test/", client=client, robots=False)
+        first, *others = records.values()
+        self.assertEqual(len(others), 2)
+        for record in others:
+            self.assertEqual((record.reason, record.content_type, record.charset),
+                             (first.reason, first.content_type, first.charset))
+            self.assertIs(record.content_type, first.content_type)
+            self.assertIs(record.reason, first.reason)
+            self.assertIs(record.charset, first.charset)
+
 
 # ---------------------------------------------------------------------------
 # 10. The report and the command line
@@ -8668,6 +8706,54 @@ class ScanLinksStandardTest(unittest.TestCase):
     def test_more_constructs_than_one_skip_takes(self):
         text = "<p>x</p>" * 30000 + "<a href=/last>" + "<!-- c -->" * 30000 + "<a href=/end>"
         self.assertEqual(crawl.scan_links(text).links, [("/last", "link"), ("/end", "link")])
+
+
+
+class LinkResolverTest(unittest.TestCase):
+    """LinkResolver.resolve() gives normalize_url()'s answer, with its fast
+    path for plain links and its bounded cache for the others."""
+
+    BASES = ("http://h.test/a/b/c.html?q=1", "https://h.test/", "http://h.test:81/d/",
+             "http://h.test/a//b/c")
+    LINKS = ("x.html", "x/", "./x", "././x/y/", "/x", "/./x", "x?b=1&c", "x?", "x#f",
+             "x?y#z", "x.y..z", "~u/x-y_z", "../x", "../../../../x/y?z", "./../x",
+             ".././x", "/../x", "../", "..//x", "../.x", "x//y", "/", ".", "..", "x/../y",
+             "x/./y", "?q", "#f", "", " x", "x ", "x\ty", "X%41", "%2e%2E/x", "x:y",
+             "//g.test/x", "HTTP://G.test", "-", "a.", "_/_/", "\u00e9", "x?%41", "x?a b",
+             "http://[::1", "mailto:x@h.test")
+
+    def test_every_link_resolves_as_normalize_url_does(self):
+        for base in self.BASES:
+            resolver = crawl.LinkResolver(base)
+            for raw in self.LINKS:
+                with self.subTest(base=base, raw=raw):
+                    try:
+                        expected = crawl.normalize_url(raw, base)
+                    except ValueError as error:
+                        expected = str(error)
+                    result = resolver.resolve(raw)
+                    if isinstance(result, ValueError):
+                        result = str(result)
+                    self.assertEqual(result, expected)
+
+    def test_plain_links_skip_the_cache(self):
+        resolver = crawl.LinkResolver("http://h.test/a/b/c.html")
+        with mock.patch.object(crawl.LinkResolver, "_cache", {}) as cache:
+            self.assertEqual(
+                [resolver.resolve(raw) for raw in ("d.html", "../d.html?v=1", "/e/#top")],
+                ["http://h.test/a/b/d.html", "http://h.test/a/d.html?v=1",
+                 "http://h.test/e/"])
+            self.assertEqual(cache, {})
+            self.assertEqual(resolver.resolve("d%7e.html"), "http://h.test/a/b/d~.html")
+            self.assertEqual(len(cache), 1)
+
+    def test_the_cache_stays_within_its_bound(self):
+        resolver = crawl.LinkResolver("http://h.test/")
+        with mock.patch.object(crawl.LinkResolver, "_cache", {}) as cache, \
+                mock.patch.object(crawl.LinkResolver, "MAX_ENTRIES", 50):
+            for n in range(500):
+                self.assertEqual(resolver.resolve(f"%7e{n}"), f"http://h.test/~{n}")
+                self.assertLessEqual(len(cache), 50)
 
 
 if __name__ == "__main__":
