@@ -1531,9 +1531,8 @@ class VocabularyTest(unittest.TestCase):
                 "--max-pages", "7", "--max-depth", "1", "--delay", "0.5", "--lenient",
                 "--exclude", "x$", "--no-robots", "--timeout", "9", "--max-size", "100",
                 "--user-agent", "bot/1", "--cafile", CERT_FILE, "--insecure", "-q"]
-        with mock.patch.object(crawl, "Crawler", fake_crawler), \
-                contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):
-            crawl.main(argv)
+        with mock.patch.object(crawl, "Crawler", fake_crawler):
+            self.assertEqual(run_main(argv)[0], 2)
         (roots, options), = seen
         options["exclude"] = [pattern.pattern for pattern in options["exclude"]]
         self.assertEqual(roots, ["example.test"])
@@ -5363,11 +5362,9 @@ class HTTPRegressionTest(LoopTestCase):
     def test_field_values_must_be_latin_1(self):
         with self.assertRaises(ValueError):
             crawl.Client(user_agent="bot\u2713/1.0")
-        stderr = io.StringIO()
-        with contextlib.redirect_stderr(stderr), self.assertRaises(SystemExit) as caught:
-            crawl.main(["--user-agent", "bot\u2713/1.0", "localhost:9"])
-        self.assertEqual(caught.exception.code, 2)
-        self.assertIn("must be ASCII", stderr.getvalue())
+        status, _, stderr = run_main(["--user-agent", "bot\u2713/1.0", "localhost:9"])
+        self.assertEqual(status, 2)
+        self.assertIn("must be ASCII", stderr)
 
     def test_retry_after_digits_are_ascii(self):
         self.assertIsNone(crawl.parse_retry_after("\u00b2"))
@@ -5957,7 +5954,7 @@ class CrawlerRobotsTest(CrawlerTestCase):
         self.assertEqual(site.targets(), ["/robots.txt"])
         self.assertEqual(list(records), [site.url()])
         self.assert_record(records[site.url()], status=None, error_kind="robots", tries=0)
-        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_USAGE)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_NOTHING_CRAWLED)
 
     def test_link_to_a_server_that_is_down_is_a_failure(self):
         # robots.txt unreachable means "fetch nothing" (RFC 9309), but the
@@ -6172,10 +6169,10 @@ class CrawlerRecordUnitTest(unittest.TestCase):
     def test_new_record(self):
         record = crawl.Record("http://h.test/", 2, "http://h.test/r")
         self.assertEqual(record.as_dict(), {
-            "url": "http://h.test/", "status": None, "reason": "", "content_type": "",
+            "url": "http://h.test/", "status": None, "reason": None, "content_type": None,
             "charset": None, "size": 0, "links": 0, "new_links": 0, "redirect": None,
-            "error": None, "error_kind": None, "tries": 0, "elapsed": 0.0, "depth": 2,
-            "referrer": "http://h.test/r"})
+            "error": None, "error_kind": None, "failed": False, "tries": 0, "elapsed": 0.0,
+            "depth": 2, "referrer": "http://h.test/r", "linked_from": None, "referrers": None})
         self.assertEqual(tuple(record.as_dict()), tuple(crawl.RECORD_FIELDS))
 
     def test_failed_and_is_page(self):
@@ -6249,23 +6246,24 @@ class CrawlerSiteTest(CrawlerTestCase):
         self.assertEqual(got[site.url("/")], {
             "url": site.url("/"), "status": 200, "reason": "OK", "content_type": "text/html",
             "charset": "utf-8", "size": len(root.body), "links": 3, "new_links": 3, "redirect": None,
-            "error": None, "error_kind": None, "tries": 1, "elapsed": None, "depth": 0, "referrer": None})
+            "error": None, "error_kind": None, "failed": False, "tries": 1, "elapsed": None,
+            "depth": 0, "referrer": None, "linked_from": None, "referrers": None})
         self.assertEqual(got[site.url("/a")], {
             "url": site.url("/a"), "status": 200, "reason": "OK", "content_type": "text/html",
             "charset": "utf-8", "size": 15, "links": 0, "new_links": 0, "redirect": None,
-            "error": None, "error_kind": None, "tries": 1, "elapsed": None, "depth": 1,
-            "referrer": site.url("/")})
+            "error": None, "error_kind": None, "failed": False, "tries": 1, "elapsed": None,
+            "depth": 1, "referrer": site.url("/"), "linked_from": None, "referrers": None})
         self.assertEqual(got[site.url("/missing")], {
             "url": site.url("/missing"), "status": 404, "reason": "Not Found", "content_type": "text/plain",
             "charset": None, "size": 9, "links": 0, "new_links": 0, "redirect": None,
-            "error": None, "error_kind": None, "tries": 1, "elapsed": None, "depth": 1,
-            "referrer": site.url("/")})
+            "error": None, "error_kind": None, "failed": True, "tries": 1, "elapsed": None,
+            "depth": 1, "referrer": site.url("/"), "linked_from": 1, "referrers": [site.url("/")]})
         private = records[site.url("/private")]
         self.assertEqual(dict(got[site.url("/private")], error=None), {
-            "url": site.url("/private"), "status": None, "reason": "", "content_type": "",
+            "url": site.url("/private"), "status": None, "reason": None, "content_type": None,
             "charset": None, "size": 0, "links": 0, "new_links": 0, "redirect": None,
-            "error": None, "error_kind": "robots", "tries": 0, "elapsed": None, "depth": 1,
-            "referrer": site.url("/")})
+            "error": None, "error_kind": "robots", "failed": False, "tries": 0, "elapsed": None,
+            "depth": 1, "referrer": site.url("/"), "linked_from": None, "referrers": None})
         self.assertEqual(private.elapsed, 0.0)
         self.assertIn("robots.txt", private.error)
         self.assertTrue(records[site.url("/missing")].failed)
@@ -6473,7 +6471,7 @@ class CrawlerSiteTest(CrawlerTestCase):
         secure = self.site({"/": html_page()}, tls=True)
         crawler, records = self.crawl_site(secure.url(), robots=False, max_tries=3)
         self.assert_record(records[secure.url()], status=None, error_kind="tls", tries=1)
-        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_USAGE)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_NOTHING_CRAWLED)
 
     def test_insecure_is_reported(self):
         secure = self.site({"/": html_page()}, tls=True)
@@ -6514,7 +6512,7 @@ class CrawlerRedirectTest(CrawlerTestCase):
         self.assertEqual(len(records), 11)
         for s in statuses:
             self.assert_record(records[site.url(f"/r{s}")], status=s, redirect=site.url(f"/t{s}"),
-                               new_links=1, error=None, error_kind=None, depth=1, content_type="",
+                               new_links=1, error=None, error_kind=None, depth=1, content_type=None,
                                size=0, links=0)
             self.assert_record(records[site.url(f"/t{s}")], status=200, referrer=site.url(f"/r{s}"),
                                depth=1, redirect=None)
@@ -6698,14 +6696,14 @@ class CrawlerRetryTest(CrawlerTestCase):
         crawler, records = self.crawl_site(server.url(), robots=False, max_tries=2)
         self.assert_record(records[server.url()], status=None, error_kind="reset", tries=2)
         self.assertEqual(server.connections, 2)
-        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_USAGE)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_NOTHING_CRAWLED)
 
     def test_connection_refused(self):
         url = f"http://127.0.0.1:{refused_port(self)}/"
         crawler, records = self.crawl_site(url, robots=False, max_tries=3)
         self.assertEqual(list(records), [url])
         self.assert_record(records[url], status=None, error_kind="connect", tries=3, depth=0)
-        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_USAGE)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_NOTHING_CRAWLED)
 
     @virtual_clock
     def test_timeout_retried(self):
@@ -7338,7 +7336,7 @@ class SafetyTest(FaultCase):
         client.close()
         site = self.site({"/": html_page()}, tls=True)
         result = run_cli("--no-robots", site.url("/"), timeout=30)
-        self.assertEqual(result.returncode, 2, "no root could be fetched")
+        self.assertEqual(result.returncode, 3, "no root could be fetched")
         self.assertIn("[tls] certificate verify failed", result.stdout)
         self.assertNotIn("verification was disabled", result.stdout)
         result = run_cli("--no-robots", "--cafile", CERT_FILE, site.url("/"), timeout=30)
@@ -7420,22 +7418,30 @@ class CrawlerReportTest(CrawlerTestCase):
         crawl.report(crawler, out)
         lines = out.getvalue().split("\n")
         u = site.url
-        self.assertEqual(lines[:6], [
+        # URLs not fetched by choice (robots here) are counted, not listed.
+        self.assertEqual(lines[:5], [
             f"200 {u('/')}  text/html  {root_size} bytes  4/4 new links",
             f"200 {u('/a')}  text/html  8 bytes",
             f"404 {u('/missing')}  text/plain  9 bytes  <- linked from {u('/')}",
-            f"--- {u('/private')}  [robots] {records[u('/private')].error}",
             f"301 {u('/r')}  -  0 bytes  -> {u('/a')}",
             "",
         ])
-        summary = lines[6:]
+        summary = lines[5:]
         self.assertEqual(summary[-1], "")
-        self.assertEqual(summary[:4], ["Status:   2xx 2, 3xx 1, 4xx 1", "Errors:   none",
-                                       "Unfetched: robots 1", f"Bytes:    {root_size + 8 + 9} (decoded bodies)"])
-        self.assertRegex(summary[4], r"^URLs:     5 in \d+\.\d\d s, 1 failed, \d+ pages/s$")
-        self.assertEqual(summary[5], "Pages:    2 (HTML documents fetched with status 200)")
-        self.assertEqual(len(summary), 7)
+        self.assertEqual(summary[:5], [
+            "Statuses: 2xx 2, 3xx 1, 4xx 1 (HTTP responses)",
+            "Errors:   none",
+            "Skipped:  robots 1 (not fetched by choice, not failures)",
+            "Failed:   1 URL (4xx 1)",
+            f"Bytes:    {root_size + 8 + 9} (decoded bodies)"])
+        self.assertRegex(summary[5], r"^URLs:     5 in \d+\.\d\d s, 4 fetched, \d+(\.\d+)? fetches/s$")
+        self.assertEqual(summary[6], "Pages:    2 (HTML documents fetched with status 200)")
+        self.assertEqual(len(summary), 8)
         self.assertEqual(crawl.summarize(crawler), summary[:-1])
+        listed = io.StringIO()
+        crawl.report(crawler, listed, show_unfetched=True)
+        self.assertEqual(listed.getvalue().split("\n")[3],
+                         f"--- {u('/private')}  [robots] {records[u('/private')].error}")
         quiet = io.StringIO()
         crawl.report(crawler, quiet, quiet=True)  # only the URLs that failed, then the summary
         self.assertEqual(quiet.getvalue().split("\n"),
@@ -7446,7 +7452,9 @@ class CrawlerReportTest(CrawlerTestCase):
         url = f"http://127.0.0.1:{refused_port(self)}/"
         crawler, _ = self.crawl_site(url, robots=False, max_tries=1)
         summary = crawl.summarize(crawler)
-        self.assertEqual(summary[:3], ["Status:   no responses", "Errors:   connect 1", "Unfetched: none"])
+        self.assertEqual(summary[:4], ["Statuses: none (no HTTP response)",
+                                       "Errors:   connect 1 (no usable response)",
+                                       "Skipped:  none", "Failed:   1 URL (connect 1)"])
         self.assertEqual(summary[-1], "Pages:    0 (HTML documents fetched with status 200)")
 
 
@@ -7477,10 +7485,10 @@ class CrawlerLibraryTest(ServerTestCase):
         with contextlib.redirect_stdout(out):
             status = crawl.main(["-q", self.home.url("/a")])
         self.assertEqual(status, 0)
-        with contextlib.redirect_stderr(io.StringIO()):
-            with self.assertRaises(SystemExit) as caught:
-                crawl.main(["--max-tasks", "0", self.home.url()])
-        self.assertEqual(caught.exception.code, 2)
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(crawl.main(["--max-tasks", "0", self.home.url()]), 2)
+            self.assertEqual(crawl.main(["--help"]), 0)
+            self.assertEqual(crawl.main(["--version"]), 0)
 
     def test_help_lists_every_option(self):
         text = crawl.build_parser().format_help()
@@ -7517,7 +7525,7 @@ class CLITest(ServerTestCase):
         site = self.site({"/": html_page("/a"), "/a": html_page()})
         result = run_cli("-q", site.url())
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertTrue(result.stdout.startswith("Status:   2xx 2\n"), result.stdout)
+        self.assertTrue(result.stdout.startswith("Statuses: 2xx 2 (HTTP responses)\n"), result.stdout)
         self.assertNotIn(site.url(), result.stdout)
 
     def test_exit_1_with_a_404(self):
@@ -7537,20 +7545,17 @@ class CLITest(ServerTestCase):
                      ["--bogus", "example.test"], ["mailto:a@example.test"], ["http://"],
                      ["--cafile", "/no/such/file.pem", "example.test"]):
             with self.subTest(args=args):
-                errors = io.StringIO()
-                with contextlib.redirect_stderr(errors), contextlib.redirect_stdout(io.StringIO()):
-                    with self.assertRaises(SystemExit) as caught:
-                        crawl.main(args)
-                self.assertEqual(caught.exception.code, 2)
-                self.assertIn("usage:", errors.getvalue())
+                status, _, errors = run_main(args)
+                self.assertEqual(status, 2)
+                self.assertIn("usage:", errors)
 
-    def test_exit_2_when_no_root_could_be_fetched(self):
+    def test_exit_3_when_no_root_could_be_fetched(self):
         port = refused_port(self)
         result = run_cli("--max-tries", "1", "--no-robots", f"127.0.0.1:{port}")
-        self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+        self.assertEqual(result.returncode, 3, result.stdout + result.stderr)
         self.assertIn("[connect]", result.stdout)
         result = run_cli("--max-tries", "1", f"127.0.0.1:{port}")
-        self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+        self.assertEqual(result.returncode, 3, result.stdout + result.stderr)
 
     def test_json_lines_output(self):
         site = self.site({"/": html_page("/a", "/missing", "/r"), "/a": html_page(),
@@ -7570,8 +7575,12 @@ class CLITest(ServerTestCase):
         self.assertEqual(dict(by_url[site.url("/")], elapsed=None), {
             "url": site.url("/"), "status": 200, "reason": "OK", "content_type": "text/html",
             "charset": "utf-8", "size": len(site.routes["/"].body), "links": 3, "new_links": 3,
-            "redirect": None, "error": None, "error_kind": None, "tries": 1, "elapsed": None,
-            "depth": 0, "referrer": None})
+            "redirect": None, "error": None, "error_kind": None, "failed": False, "tries": 1,
+            "elapsed": None, "depth": 0, "referrer": None, "linked_from": None,
+            "referrers": None})
+        self.assertEqual((by_url[site.url("/missing")]["failed"],
+                          by_url[site.url("/missing")]["linked_from"],
+                          by_url[site.url("/missing")]["referrers"]), (True, 1, [site.url("/")]))
 
     def interrupt(self, signum, expected_status):
         routes = {"/": html_page(*[f"/p{i}" for i in range(30)])}
@@ -7605,8 +7614,11 @@ class CLITest(ServerTestCase):
         self.assertGreaterEqual(len(finished), 2)
         for row in rows:
             self.assertEqual(list(row), list(crawl.RECORD_FIELDS))
-        for url in urls:  # the partial report lists every URL
-            self.assertIn(url, stdout)
+        for row in rows:  # the partial report lists every URL fetched, not the others
+            if row["error_kind"] == "interrupted":
+                self.assertNotIn(row["url"] + " ", stdout)
+            else:
+                self.assertIn(row["url"] + " ", stdout)
 
     def test_ctrl_c(self):
         self.interrupt(signal.SIGINT, 130)
@@ -7627,7 +7639,7 @@ class CLIUserFeedbackTest(ServerTestCase):
         self.assertEqual(lines[0], f"404 {site.url('/gone')}  text/plain  9 bytes"
                                    f"  <- linked from {site.url('/')} and 1 other page")
         self.assertEqual(lines[1], "")
-        self.assertEqual(lines[2], "Status:   2xx 2, 4xx 1")
+        self.assertEqual(lines[2], "Statuses: 2xx 2, 4xx 1 (HTTP responses)")
         self.assertNotIn(site.url("/a"), result.stdout)
 
     def test_unwritable_output_stops_the_crawl_without_blaming_urls(self):
@@ -7659,11 +7671,9 @@ class CLIUserFeedbackTest(ServerTestCase):
         }
         for root, message in cases.items():
             with self.subTest(root=root):
-                stderr = io.StringIO()
-                with contextlib.redirect_stderr(stderr), self.assertRaises(SystemExit) as caught:
-                    crawl.main([root])
-                self.assertEqual(caught.exception.code, 2)
-                self.assertIn(message, stderr.getvalue().splitlines()[-1])
+                status, _, stderr = run_main([root])
+                self.assertEqual(status, 2)
+                self.assertIn(message, stderr.splitlines()[-1])
         self.assertEqual(crawl.parse_root("localhost:"), "http://localhost/")
 
     def test_bad_option_values_caught_before_crawling(self):
@@ -7671,17 +7681,13 @@ class CLIUserFeedbackTest(ServerTestCase):
             not_pem.write("not a certificate\n")
             not_pem.flush()
             cases = [(["--cafile", not_pem.name], "not a readable PEM file"),
-                     (["-o", "-"], "--output needs a file name"),
                      (["--exclude", ""], "matches every URL"),
                      (["--exclude", "x*"], "matches every URL")]
             for args, message in cases:
                 with self.subTest(args=args):
-                    stderr = io.StringIO()
-                    with contextlib.redirect_stderr(stderr), \
-                            self.assertRaises(SystemExit) as caught:
-                        crawl.main(args + ["localhost:9"])
-                    self.assertEqual(caught.exception.code, 2)
-                    self.assertIn(message, stderr.getvalue().splitlines()[-1])
+                    status, _, stderr = run_main(args + ["localhost:9"])
+                    self.assertEqual(status, 2)
+                    self.assertIn(message, stderr.splitlines()[-1])
 
     def test_verbose_logs_robots_and_fetches_and_leaves_logging_as_it_was(self):
         site = self.site({"/": html_page("/a"), "/a": html_page()})
@@ -7785,8 +7791,8 @@ class FaultSubprocessTest(ServerTestCase):
         for i in range(20):
             want[site.url(f"/p{i}")] = (200, None) if i < 10 else (None, "interrupted")
         self.assertEqual(got, want)
-        for url in want:  # the report lists every URL too
-            self.assertIn(url, stdout)
+        for url, (status, _) in want.items():  # the report lists every URL fetched
+            self.assertEqual(url + " " in stdout, status is not None, url)
 
     def test_sigkill_leaves_whole_lines_and_every_finished_record(self):
         site = self._blocking_site()
@@ -7930,6 +7936,130 @@ class BadInputTest(unittest.TestCase):
                 result = run_cli(*args, timeout=30)
                 self.assertEqual(result.stdout, "")
                 self.assert_usage_error(result.returncode, result.stderr, *fragments)
+
+
+def readme_blocks():
+    """The fenced code blocks of README.md: [(language, text)]."""
+    with open(os.path.join(HERE, "README.md"), encoding="utf-8") as file:
+        return re.findall(r"^```(\w*)\n(.*?)^```$", file.read(), re.M | re.S)
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ReadmeSnippetTest(unittest.TestCase):
+    """Every fenced block of README.md, run as a user would: the http.server
+    command serves a small site with one broken link, the shell commands
+    and the library code crawl it (localhost:8000 and xkcd.com become that
+    server), and the sample report is what the crawl prints, but for the
+    numbers (sizes, times)."""
+
+    SITE = {
+        "index.html": '<!doctype html><title>Home</title><a href="about.html">About</a> '
+                      '<a href="docs/">Docs</a> <a href="missing.html">Old page</a> '
+                      '<a href="https://example.com/">elsewhere</a>',
+        "about.html": '<!doctype html><title>About</title><a href="/">Home</a> '
+                      '<a href="missing.html">Old page</a>',
+        "docs/index.html": '<!doctype html><title>Docs</title><a href="guide.html">Guide</a>',
+        "docs/guide.html": '<!doctype html><title>Guide</title>'
+                           '<a href="../missing.html">Old page</a>',
+    }
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="crawl-test-readme-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.site_dir = os.path.join(self.tmp, "site")
+        for name, text in self.SITE.items():
+            path = os.path.join(self.site_dir, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as file:
+                file.write(text)
+        self.work = os.path.join(self.tmp, "work")
+        os.mkdir(self.work)
+        self.blocks = readme_blocks()
+        self.assertEqual([language for language, _ in self.blocks],
+                         ["sh", "sh", "sh", "text", "sh", "sh", "sh", "python"])
+        serve = self.blocks[1][1].strip()
+        self.assertTrue(serve.startswith("python3 -m http.server "), serve)
+        self.port = free_port()
+        command = self.substitute(serve).replace("/path/to/some/html", self.site_dir)
+        server = subprocess.Popen(command, shell=True, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, start_new_session=True)
+        self.addCleanup(server.wait, 10)
+        self.addCleanup(os.killpg, server.pid, signal.SIGTERM)
+
+        def listening():
+            with socket.socket() as sock:
+                return sock.connect_ex(("127.0.0.1", self.port)) == 0
+
+        wait_until(listening, what="the README's http.server")
+
+    def substitute(self, text):
+        """The README's text with its host names and commands made local."""
+        return (text.replace("localhost:8000", f"127.0.0.1:{self.port}")
+                .replace("xkcd.com", f"127.0.0.1:{self.port}")
+                .replace(" 8000", f" {self.port}")
+                .replace("python3 crawl.py", f"{sys.executable} {CRAWL_PY}")
+                .replace("python3 ", f"{sys.executable} "))
+
+    def run_shell(self, block):
+        return subprocess.run(self.substitute(block), shell=True, cwd=self.work,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, timeout=60)
+
+    def test_the_sample_report_is_what_the_crawl_prints(self):
+        crawl_command, sample = self.blocks[2][1], self.blocks[3][1]
+        result = self.run_shell(crawl_command)
+        self.assertEqual(result.returncode, 1, result.stderr)
+
+        def shape(text):  # sizes and times vary with the files and the machine
+            return re.sub(r"\d+(\.\d+)?", "N", self.substitute(text)).split("\n")
+
+        self.assertEqual(shape(result.stdout), shape(sample))
+        self.assertEqual(result.stderr, "")
+
+    def test_the_first_example_and_the_recipes(self):
+        urls = {f"http://127.0.0.1:{self.port}{path}" for path in
+                ("/", "/about.html", "/docs/", "/docs/guide.html", "/missing.html")}
+        first = self.run_shell(self.blocks[0][1])
+        self.assertEqual(first.returncode, 1, first.stderr)
+        self.assertIn("URLs:     5 in ", first.stdout)
+        link_check = self.run_shell(self.blocks[4][1])
+        self.assertEqual(link_check.returncode, 1, link_check.stderr)
+        self.assertTrue(link_check.stdout.startswith(
+            f"404 http://127.0.0.1:{self.port}/missing.html "), link_check.stdout)
+        with_jq, with_python = self.blocks[5][1], self.blocks[6][1]
+        if shutil.which("jq"):
+            listed = self.run_shell(with_jq)
+            self.assertEqual((listed.returncode, listed.stderr), (0, ""))
+            self.assertEqual(set(listed.stdout.split()), urls)
+        failed = self.run_shell(with_python)
+        self.assertEqual((failed.returncode, failed.stderr), (0, ""))
+        # The pages known to link to it when it failed: one at least.
+        origin = f"http://127.0.0.1:{self.port}"
+        missing, *referrers = failed.stdout.split()
+        self.assertEqual(missing, f"{origin}/missing.html")
+        self.assertTrue(referrers, failed.stdout)
+        self.assertEqual(referrers, sorted(referrers))
+        self.assertLessEqual(set(referrers), {f"{origin}/", f"{origin}/about.html",
+                                              f"{origin}/docs/guide.html"})
+
+    def test_the_library_example(self):
+        code = self.substitute(self.blocks[7][1])
+        result = subprocess.run([sys.executable, "-c", code], cwd=self.work,
+                                env=dict(os.environ, PYTHONPATH=HERE), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        origin = f"http://127.0.0.1:{self.port}"
+        lines = result.stdout.splitlines()
+        self.assertEqual(lines[0], f"{origin}/missing.html 404 None linked from "
+                                   f"['{origin}/', '{origin}/about.html', "
+                                   f"'{origin}/docs/guide.html']")
+        self.assertEqual(lines[-1], f"(200, 'text/html', {len(self.SITE['index.html'])})")
+        self.assertEqual(len(read_jsonl(os.path.join(self.work, "links.jsonl"))), 5)
 
 
 # ---------------------------------------------------------------------------
