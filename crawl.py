@@ -3110,6 +3110,15 @@ def parse_retry_after(value, now=None):
     return max(0.0, when.timestamp() - (now if now is not None else time.time()))
 
 
+def _rate(per_second):
+    """A rate with the precision it needs: 120, 4.5, 0.25, 0.0031."""
+    if per_second >= 10 or per_second == 0:
+        return f"{per_second:.0f}"
+    if per_second >= 1:
+        return f"{per_second:.1f}"
+    return f"{per_second:.2g}"
+
+
 class _OriginState:
     """What the crawler keeps per origin: its host (whose requests are
     spaced by the politeness delay; None for no spacing) and its
@@ -3190,6 +3199,7 @@ class Crawler:
         self.failed = 0  # records that count as failures (Record.failed)
         self.origins = {}  # (scheme, host, port) -> _OriginState
         self._next_slot = {}  # host -> loop time its next request may start
+        self._slowed_hosts = set()  # hosts whose politeness delay was said (_say_slowed)
         self.in_progress = 0  # URLs taken from the frontier and not finished
         self.fetching = 0  # of those, the ones with a request on the wire
         self.fetches_started = 0
@@ -3458,7 +3468,17 @@ class Crawler:
             if now >= next_slot:
                 self._next_slot[state.host] = now + gap
                 return
+            if state.host not in self._slowed_hosts:
+                self._say_slowed(state.host, gap, gap > self.delay)
             yield from sleep(next_slot - now)
+
+    def _say_slowed(self, host, gap, asked_by_robots):
+        """Say once per host, even without -v (a "notice"), that politeness
+        is holding URLs back: the crawl may take much longer than expected."""
+        self._slowed_hosts.add(host)
+        who = "robots.txt asks for" if asked_by_robots else "--delay sets"
+        logger.info("%s %g s between requests to %s: at most %s URLs a minute from it",
+                    who, gap, host, _rate(60 / gap), extra={"notice": True})
 
     def _robots_rules(self, origin, state):
         """The origin's RobotsRules, fetched once; concurrent workers share
@@ -3668,15 +3688,6 @@ def format_record(record, verbose=False):
 
 def _plural(count, noun):
     return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def _rate(per_second):
-    """A rate with the precision it needs: 120, 4.5, 0.25, 0.0031."""
-    if per_second >= 10 or per_second == 0:
-        return f"{per_second:.0f}"
-    if per_second >= 1:
-        return f"{per_second:.1f}"
-    return f"{per_second:.2g}"
 
 
 def summarize(crawler):
@@ -3920,7 +3931,7 @@ def main(argv=None):
             crawler.client.close()
             return _usage_error(parser, f"cannot write --output {args.output!r}: "
                                         f"{error.strerror or error}")
-    restore_logging = _log_to_stderr(args.verbose)
+    restore_logging = _log_to_stderr(args.verbose, notices=not args.quiet)
     try:
         return _run_crawl(crawler, args, writer)
     finally:
@@ -3977,14 +3988,18 @@ class _LogHandler(logging.StreamHandler):
         super().emit(record)
 
 
-def _log_to_stderr(verbosity):
+def _log_to_stderr(verbosity, notices=True):
     """Send the "crawl" logger to stderr at WARNING, INFO (-v) or DEBUG
-    (-vv); returns a function that undoes it (main() may be called by a
+    (-vv), and the INFO notices unless notices is false (-q); returns a function that undoes it (main() may be called by a
     program with logging of its own)."""
     handler = _LogHandler()
+    level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbosity, 2)]
+    # An INFO record marked "notice" (extra={"notice": True}) shows without -v too.
+    handler.addFilter(lambda record: record.levelno >= level
+                      or (notices and hasattr(record, "notice")))
     saved = logger.level, logger.propagate
     logger.addHandler(handler)
-    logger.setLevel((logging.WARNING, logging.INFO, logging.DEBUG)[min(verbosity, 2)])
+    logger.setLevel(min(level, logging.INFO))
     logger.propagate = False
 
     def restore():

@@ -6019,6 +6019,25 @@ class CrawlerRobotsTest(CrawlerTestCase):
             self.assertAlmostEqual(gap, 2.0, places=9)
 
     @virtual_clock
+    def test_a_politeness_delay_that_holds_urls_back_is_said_once_per_host(self):
+        site = self.site({"/robots.txt": robots_page("User-agent: *\nCrawl-delay: 1.5\n"),
+                          "/": html_page("/1", "/2", "/3")})
+        for i in range(1, 4):
+            site.routes[f"/{i}"] = html_page()
+        with self.assertLogs("crawl", "INFO") as logs:
+            self.crawl_site(site.url(), max_tasks=4)
+        notices = [record for record in logs.records if hasattr(record, "notice")]
+        self.assertEqual([record.getMessage() for record in notices], [
+            "robots.txt asks for 1.5 s between requests to 127.0.0.1: at most 40 URLs a "
+            "minute from it"])
+        with self.assertLogs("crawl", "INFO") as logs:
+            self.crawl_site(site.url(), max_tasks=4, delay=4, robots=False)
+        self.assertEqual([record.getMessage() for record in logs.records
+                          if hasattr(record, "notice")],
+                         ["--delay sets 4 s between requests to 127.0.0.1: at most 15 URLs a "
+                          "minute from it"])
+
+    @virtual_clock
     def test_delay_option_and_larger_of_the_two(self):
         for crawl_delay, delay in ((1, 3), (3, 1.5)):
             with self.subTest(crawl_delay=crawl_delay, delay=delay):
@@ -6174,6 +6193,16 @@ class CrawlerRecordUnitTest(unittest.TestCase):
             "error": None, "error_kind": None, "failed": False, "tries": 0, "elapsed": 0.0,
             "depth": 2, "referrer": "http://h.test/r", "linked_from": None, "referrers": None})
         self.assertEqual(tuple(record.as_dict()), tuple(crawl.RECORD_FIELDS))
+
+    def test_repr_and_the_failed_field(self):
+        record = crawl.Record("http://h.test/")
+        self.assertEqual(repr(record), "<Record http://h.test/ None>")
+        record.status, record.error_kind = 404, None
+        self.assertEqual((repr(record), record.as_dict()["failed"]),
+                         ("<Record http://h.test/ 404>", True))
+        record.status, record.error_kind = None, "max_pages"
+        self.assertEqual((repr(record), record.as_dict()["failed"]),
+                         ("<Record http://h.test/ None max_pages>", False))
 
     def test_failed_and_is_page(self):
         def record(**fields):
@@ -7401,6 +7430,85 @@ class CrawlerBookkeepingTest(CrawlerTestCase):
         self.assertEqual((stats["in_progress"], stats["fetching"]), (0, 0))
 
 
+class CrawlerReferrersTest(CrawlerTestCase):
+    """The pages linking to a failed URL: kept (bounded) for failed URLs
+    only, listed in URL order whatever the timing."""
+
+    crawl_defaults = {"backoff": 0.01, "robots": False}
+
+    def linking_site(self, pages):
+        """A FakeClient site: the root links to /p0.. /p{pages-1}, each of
+        which links to /missing; fetches finish in an order set by seed."""
+        site = {"http://example.test/": html_page(*[f"/p{i}" for i in range(pages)])}
+        for i in range(pages):
+            site[f"http://example.test/p{i}"] = html_page("/missing", "/")
+        return site
+
+    def crawl_in_order(self, site, seed, **options):
+        client = FakeClient(site)
+        fetch = client.fetch
+        delays = random.Random(seed)
+
+        def shuffled_fetch(url, method="GET", headers=None):
+            yield from crawl.sleep(delays.random())
+            return (yield from fetch(url, method, headers))
+
+        client.fetch = shuffled_fetch
+        return self.crawl_site("http://example.test/", client=client, max_tasks=5,
+                               run_timeout=600, **options)
+
+    @virtual_clock
+    def test_a_failed_url_lists_its_linking_pages_in_url_order(self):
+        crawler, records = self.crawl_in_order(self.linking_site(3), seed=1)
+        missing = records["http://example.test/missing"]
+        self.assertEqual((missing.failed, missing.linked_from), (True, 3))
+        self.assertEqual(missing.referrers, ["http://example.test/p0", "http://example.test/p1",
+                                             "http://example.test/p2"])
+        self.assertEqual(crawl.format_record(missing),
+                         "404 http://example.test/missing  text/plain  9 bytes  <- linked from "
+                         "http://example.test/p0 and 2 other pages")
+        self.assertEqual(crawl.format_record(missing, verbose=True).split("\n")[1:], [
+            "      also linked from http://example.test/p1",
+            "      also linked from http://example.test/p2"])
+        for record in records.values():
+            if not record.failed:
+                self.assertEqual((record.linked_from, record.referrers), (None, None))
+        # Only failed URLs keep their linking pages once the crawl is over.
+        self.assertEqual(list(crawler._referrers), ["http://example.test/missing"])
+
+    @virtual_clock
+    def test_the_list_is_bounded_and_the_count_is_not(self):
+        crawler, records = self.crawl_in_order(self.linking_site(250), seed=2)
+        missing = records["http://example.test/missing"]
+        first_100 = sorted(f"http://example.test/p{i}" for i in range(250))[:100]
+        self.assertEqual((missing.linked_from, missing.referrers), (250, first_100))
+        lines = crawl.format_record(missing, verbose=True).split("\n")
+        self.assertEqual(lines[0], "404 http://example.test/missing  text/plain  9 bytes  <- "
+                                   "linked from http://example.test/p0 and 249 other pages")
+        self.assertEqual(len(lines), 1 + 99 + 1)
+        self.assertEqual(lines[-1], "      and 150 more pages")
+
+    @virtual_clock
+    def test_the_same_crawl_gives_the_same_report_whatever_the_timing(self):
+        reports = set()
+        for seed in range(6):
+            crawler, _ = self.crawl_in_order(self.linking_site(12), seed=seed)
+            out = io.StringIO()
+            crawl.report(crawler, out, quiet=True)
+            reports.add(out.getvalue().split("\n")[0])
+        self.assertEqual(reports, {"404 http://example.test/missing  text/plain  9 bytes  <- "
+                                   "linked from http://example.test/p0 and 11 other pages"})
+
+    def test_an_invalid_link_counts_every_page_that_has_it(self):
+        site = {"http://example.test/": html_page("/a", "/b", "http://example.test:99999/"),
+                "http://example.test/a": html_page("http://example.test:99999/"),
+                "http://example.test/b": html_page("http://example.test:99999/")}
+        _, records = self.crawl_site("http://example.test/", client=FakeClient(site))
+        bad = records["http://example.test:99999/"]
+        self.assertEqual((bad.error_kind, bad.linked_from, bad.referrers), ("invalid_url", 3, [
+            "http://example.test/", "http://example.test/a", "http://example.test/b"]))
+
+
 # ---------------------------------------------------------------------------
 # 10. The report and the command line
 # ---------------------------------------------------------------------------
@@ -7458,6 +7566,71 @@ class CrawlerReportTest(CrawlerTestCase):
         self.assertEqual(summary[-1], "Pages:    0 (HTML documents fetched with status 200)")
 
 
+class CrawlerReportSummaryTest(CrawlerTestCase):
+    """The report shows what matters: URLs not fetched by choice counted,
+    not listed; summary lines that say what they count."""
+
+    crawl_defaults = {"backoff": 0.01, "robots": False}
+
+    def report_lines(self, crawler, **options):
+        out = io.StringIO()
+        crawl.report(crawler, out, **options)
+        return out.getvalue().split("\n")
+
+    def test_urls_not_fetched_by_choice_are_counted_not_listed(self):
+        site = {"http://example.test/": html_page(*[f"/p{i}" for i in range(30)])}
+        for i in range(30):
+            site[f"http://example.test/p{i}"] = html_page()
+        crawler, records = self.crawl_site("http://example.test/", client=FakeClient(site),
+                                           max_pages=3, max_tasks=1)
+        self.assertEqual(len(records), 31)
+        lines = self.report_lines(crawler)
+        self.assertEqual([line.split("  ")[0] for line in lines[:4]], [
+            "200 http://example.test/", "200 http://example.test/p0",
+            "200 http://example.test/p1", ""])
+        self.assertEqual(lines[4:8], [
+            "Statuses: 2xx 3 (HTTP responses)", "Errors:   none",
+            "Skipped:  max_pages 28 (not fetched by choice, not failures)", "Failed:   none"])
+        self.assertRegex(lines[9], r"^URLs:     31 in \d+\.\d\d s, 3 fetched, ")
+        # On request (or with -v) they are listed; every kind that is no failure is.
+        for listed in (self.report_lines(crawler, show_unfetched=True),
+                       self.report_lines(crawler, verbose=True)):
+            self.assertEqual(len(listed), 31 + 1 + 8)
+            self.assertIn("--- http://example.test/p9  [max_pages] not fetched: --max-pages 3 "
+                          "reached", listed)
+        self.assertEqual(crawl.NOT_FETCHED_KINDS, tuple(
+            kind for kind, about in crawl.ERROR_KINDS.items() if not about.failure))
+
+    def test_rates_keep_their_precision(self):
+        self.assertEqual([crawl._rate(rate) for rate in (0, 0.004, 0.25, 0.8333, 4.46, 12.6, 530)],
+                         ["0", "0.004", "0.25", "0.83", "4.5", "13", "530"])
+
+    @virtual_clock
+    def test_a_slow_crawl_shows_its_rate(self):
+        site = {"http://example.test/": html_page("/a"), "http://example.test/a": html_page()}
+        crawler, _ = self.crawl_site("http://example.test/", client=FakeClient(site), delay=4)
+        self.assertEqual(crawler.stats()["elapsed"], 4.0)
+        self.assertEqual(crawl.summarize(crawler)[-2],
+                         "URLs:     2 in 4.00 s, 2 fetched, 0.5 fetches/s")
+
+    def test_a_crawl_that_fetched_nothing_says_so(self):
+        client = FakeClient({"http://example.test/": html_page("/a"),
+                             "http://example.test/robots.txt": robots_page(
+                                 "User-agent: *\nDisallow: /\n")})
+        crawler, _ = self.crawl_site("http://example.test/", client=client, robots=True)
+        self.assertEqual(crawl.summarize(crawler)[:2], [
+            "NOTE: no URL was fetched", "Statuses: none (no HTTP response)"])
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_NOTHING_CRAWLED)
+
+    def test_a_root_that_only_redirects_out_of_scope_says_so(self):
+        client = FakeClient({"http://example.test/": redirect("https://www.other.test/")})
+        crawler, _ = self.crawl_site("http://example.test/", client=client)
+        self.assertEqual(crawl.summarize(crawler)[0],
+                         "NOTE: the root http://example.test/ only redirects out of scope, "
+                         "to https://www.other.test/")
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_OK)
+
+
 class CrawlerLibraryTest(ServerTestCase):
 
     def setUp(self):
@@ -7470,6 +7643,12 @@ class CrawlerLibraryTest(ServerTestCase):
         self.assertIsInstance(records[0], crawl.Record)
         self.assertEqual([r.status for r in records], [200, 200, 200, 404])
         self.assertEqual(crawl.crawl(self.home.url("/a"))[0].url, self.home.url("/a"))
+
+    def test_a_string_exclude_is_one_pattern(self):
+        records = crawl.crawl([self.home.url()], exclude="/b$", backoff=0.01)
+        self.assertEqual([r.url for r in records], [self.home.url("/"), self.home.url("/a")])
+        records = crawl.crawl([self.home.url()], exclude=re.compile("/a$"), backoff=0.01)
+        self.assertEqual(len(records), 3)
 
     def test_main_returns_status(self):
         handlers = list(logging.root.handlers)
@@ -7581,6 +7760,40 @@ class CLITest(ServerTestCase):
         self.assertEqual((by_url[site.url("/missing")]["failed"],
                           by_url[site.url("/missing")]["linked_from"],
                           by_url[site.url("/missing")]["referrers"]), (True, 1, [site.url("/")]))
+
+    def test_output_dash_writes_json_lines_to_stdout_and_the_report_to_stderr(self):
+        site = self.site({"/": html_page("/a", "/missing"), "/a": html_page()})
+        result = run_cli("-o", "-", site.url())
+        self.assertEqual(result.returncode, 1, result.stderr)
+        rows = [json.loads(line) for line in result.stdout.splitlines()]
+        self.assertEqual(sorted(row["url"] for row in rows),
+                         [site.url("/"), site.url("/a"), site.url("/missing")])
+        self.assertEqual([row["failed"] for row in rows if row["url"] == site.url("/missing")],
+                         [True])
+        self.assertEqual(result.stderr.splitlines()[-1],
+                         "Pages:    2 (HTML documents fetched with status 200)")
+        self.assertIn(f"404 {site.url('/missing')}  text/plain  9 bytes", result.stderr)
+        status, stdout, stderr = run_main(["-q", "-o", "-", site.url()])
+        self.assertEqual((status, len(stdout.splitlines())), (1, 3))
+        self.assertIn("Failed:   1 URL (4xx 1)", stderr)
+
+    def test_help_documents_every_exit_status_and_returns_0(self):
+        status, stdout, stderr = run_main(["--help"])
+        self.assertEqual((status, stderr), (0, ""))
+        help_text = " ".join(stdout.split())
+        for text in ("0 all URLs fine", "1 some URL failed", "2 bad usage",
+                     "3 no root could be fetched (nothing crawled)", "130 interrupted",
+                     "143 terminated", "python3 crawl.py --max-pages 100 xkcd.com"):
+            self.assertIn(text, help_text)
+        self.assertIn("--max-size BYTES largest body kept, after decompression; 512K, 10M "
+                      "and 1G (1024-based) are understood", help_text)
+        self.assertEqual(crawl.build_parser().parse_args(["--max-size", "512K", "x.test"])
+                         .max_size, 512 * 1024)
+
+    def test_crawl_py_runs_as_a_program(self):
+        with open(CRAWL_PY, encoding="utf-8") as file:
+            self.assertEqual(file.readline(), "#!/usr/bin/env python3\n")
+        self.assertTrue(os.access(CRAWL_PY, os.X_OK), "crawl.py is executable")
 
     def interrupt(self, signum, expected_status):
         routes = {"/": html_page(*[f"/p{i}" for i in range(30)])}
@@ -7703,6 +7916,32 @@ class CLIUserFeedbackTest(ServerTestCase):
         self.assertEqual((crawl.logger.level, crawl.logger.propagate, crawl.logger.handlers),
                          before)
 
+    def test_log_lines_carry_the_elapsed_time_and_no_trailing_space(self):
+        site = self.site({"/": html_page("/a"), "/a": html_page()})
+        status, _, stderr = run_main(["-vv", "-q", site.url()])
+        self.assertEqual(status, 0, stderr)
+        lines = stderr.splitlines()
+        self.assertTrue(lines)
+        for line in lines:
+            self.assertRegex(line, r"^\[\d+\.\ds\] (INFO|DEBUG) \S")
+            self.assertEqual(line, line.rstrip())
+        self.assertTrue(any(re.fullmatch(rf"\[\d+\.\ds\] DEBUG 200 {re.escape(site.url('/a'))}",
+                                         line) for line in lines), stderr)
+
+    def test_verbose_keeps_the_progress_line_on_a_terminal(self):
+        site = self.site({"/": html_page("/a"), "/a": slow_route(0.6, html_page())})
+
+        class Terminal(io.StringIO):
+            def isatty(self):
+                return True
+
+        terminal = Terminal()
+        with contextlib.redirect_stderr(terminal), contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(crawl.main(["-v", site.url()]), 0)
+        text = terminal.getvalue()
+        self.assertIn("\r1 done, 0 queued, 1 on the wire, 0 waiting, 0 failed, ", text)
+        self.assertIn(f"\r\x1b[K[0.0s] INFO robots.txt for {site.origin}: 0 rules\n", text)
+
     def test_an_on_record_callback_that_raises_is_not_the_urls_fault(self):
         site = self.site({"/": html_page("/a"), "/a": html_page()})
 
@@ -7714,6 +7953,34 @@ class CLIUserFeedbackTest(ServerTestCase):
         self.assertEqual([(r.url, r.status, r.error) for r in records],
                          [(site.url("/"), 200, None), (site.url("/a"), 200, None)])
         self.assertEqual(len(logs.records), 2)
+
+
+class CLIProgressTest(LoopTestCase):
+    """Feedback while the crawl runs: the progress line's words, the status
+    line logged off a terminal."""
+
+    def test_progress_says_what_is_on_the_wire_and_what_waits(self):
+        crawler = crawl.Crawler("http://example.test/", client=FakeClient({}))
+        crawler.started, crawler.finished = 1000.0, 1004.0
+        crawler.in_progress, crawler.fetching, crawler.fetches_started = 10, 1, 2
+        self.assertEqual(crawl.progress_text(crawler),
+                         "0 done, 0 queued, 1 on the wire, 9 waiting, 0 failed, 0.5 fetches/s")
+
+    @virtual_clock
+    def test_verbose_off_a_terminal_logs_a_status_line_every_10_seconds(self):
+        crawler = crawl.Crawler("http://example.test/", client=FakeClient({}))
+        crawler.started = self.loop.time()
+        status = crawl.StatusLog(crawler)
+
+        def run_for_25_seconds():
+            status.start()
+            yield from crawl.sleep(25)
+            status.stop()
+
+        with self.assertLogs("crawl", "INFO") as logs:
+            self.run_co(run_for_25_seconds(), 60)
+        self.assertEqual([record.getMessage() for record in logs.records], [
+            "status: 0 done, 0 queued, 0 on the wire, 0 waiting, 0 failed, 0 fetches/s"] * 2)
 
 
 class FaultSubprocessTest(ServerTestCase):
