@@ -8235,34 +8235,37 @@ class ReadmeSnippetTest(unittest.TestCase):
                            '<a href="../missing.html">Old page</a>',
     }
 
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="crawl-test-readme-")
-        self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.site_dir = os.path.join(self.tmp, "site")
-        for name, text in self.SITE.items():
-            path = os.path.join(self.site_dir, name)
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="crawl-test-readme-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
+        cls.site_dir = os.path.join(cls.tmp, "site")
+        for name, text in cls.SITE.items():
+            path = os.path.join(cls.site_dir, name)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w", encoding="utf-8") as file:
                 file.write(text)
-        self.work = os.path.join(self.tmp, "work")
-        os.mkdir(self.work)
-        self.blocks = readme_blocks()
-        self.assertEqual([language for language, _ in self.blocks],
-                         ["sh", "sh", "sh", "text", "sh", "sh", "sh", "python"])
-        serve = self.blocks[1][1].strip()
-        self.assertTrue(serve.startswith("python3 -m http.server "), serve)
-        self.port = free_port()
-        command = self.substitute(serve).replace("/path/to/some/html", self.site_dir)
+        cls.work = os.path.join(cls.tmp, "work")
+        os.mkdir(cls.work)
+        cls.blocks = readme_blocks()
+        cls.port = free_port()
+        serve = cls.blocks[1][1].strip()
+        command = cls.substitute(cls, serve).replace("/path/to/some/html", cls.site_dir)
         server = subprocess.Popen(command, shell=True, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL, start_new_session=True)
-        self.addCleanup(server.wait, 10)
-        self.addCleanup(os.killpg, server.pid, signal.SIGTERM)
+        cls.addClassCleanup(server.wait, 10)
+        cls.addClassCleanup(os.killpg, server.pid, signal.SIGTERM)
 
         def listening():
             with socket.socket() as sock:
-                return sock.connect_ex(("127.0.0.1", self.port)) == 0
+                return sock.connect_ex(("127.0.0.1", cls.port)) == 0
 
         wait_until(listening, what="the README's http.server")
+
+    def test_the_blocks_are_the_ones_this_test_runs(self):
+        self.assertEqual([language for language, _ in self.blocks],
+                         ["sh", "sh", "sh", "text", "sh", "sh", "sh", "python"])
+        self.assertTrue(self.blocks[1][1].startswith("python3 -m http.server "))
 
     def substitute(self, text):
         """The README's text with its host names and commands made local."""
