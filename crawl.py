@@ -3867,10 +3867,11 @@ class StatusLog:
 
 EXAMPLES = """\
 examples:
-  python3 crawl.py --max-pages 100 xkcd.com      the first 100 URLs of a site
-  python3 crawl.py -q localhost:8000             a link check: failed URLs, summary
-  python3 crawl.py localhost:8000 -o links.jsonl records as JSON Lines
-  python3 crawl.py localhost:8000 -o - | jq -r .url      every URL found
+  python3 crawl.py --max-pages 100 xkcd.com        the first 100 URLs of a site
+  python3 crawl.py -q localhost:8000               a link check: failures, summary
+  python3 crawl.py localhost:8000 -o links.jsonl   records as JSON Lines
+  python3 crawl.py -q localhost:8000 -o - | jq -r .url
+                                                   every URL found, one a line
   python3 crawl.py https://example.com/ --exclude '\\.pdf$' --delay 0.5
 
 exit status: 0 all URLs fine (2xx/3xx, or not fetched by choice), 1 some URL
@@ -4031,9 +4032,10 @@ def _run_crawl(crawler, args, writer):
             writer.write(record)
         except OSError as error:  # a full disk: stop rather than lose records
             output_failed.append(error)
-            logger.error("cannot write --output %r: %s; stopping the crawl",
-                         args.output, error.strerror or error)
-            crawl_task.cancel()
+            if not (args.output == "-" and isinstance(error, BrokenPipeError)):
+                logger.error("cannot write --output %r: %s; stopping the crawl",
+                             args.output, error.strerror or error)
+            crawl_task.cancel()  # also for | head: the reader has seen enough
 
     if writer is not None:
         crawler.on_record = write_record

@@ -7875,6 +7875,16 @@ class CLIUserFeedbackTest(ServerTestCase):
         self.assertEqual(result.stdout.count("\n"), 1)
         self.assertEqual(result.stderr, "")
 
+    def test_a_closed_stdout_pipe_stops_a_crawl_writing_records_there(self):
+        site = self.site({"/": html_page(*[f"/p{i}-{'x' * 200}" for i in range(400)])})
+        command = f"{sys.executable} {CRAWL_PY} -q --no-robots -o - {site.url()} | head -n 1"
+        result = subprocess.run(["sh", "-c", command], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, universal_newlines=True, timeout=30)
+        self.assertEqual(json.loads(result.stdout)["url"], site.url())
+        self.assertNotIn("Traceback", result.stderr)
+        self.assertNotIn("ERROR", result.stderr)
+        self.assertIn("INTERRUPTED: ", result.stderr)
+
     def test_usage_errors_say_what_is_wrong(self):
         cases = {
             "http:/localhost:8123": "missing '//' after 'http:'",
