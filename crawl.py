@@ -3396,7 +3396,8 @@ class Crawler:
 
     def _take_response_facts(self, record, response):
         # One copy of each reason, type and charset however many records
-        # have it: memory per URL (measured: -150 bytes a record).
+        # have it: memory per URL (measured on the Python docs: about 90
+        # bytes less a record).
         record.status = response.status
         record.reason = sys.intern(response.reason)
         record.content_type = sys.intern(response.content_type) or None

@@ -7938,6 +7938,15 @@ class CLIUserFeedbackTest(ServerTestCase):
         self.assertTrue(any(re.fullmatch(rf"\[\d+\.\ds\] DEBUG 200 {re.escape(site.url('/a'))}",
                                          line) for line in lines), stderr)
 
+    def test_a_delay_that_holds_urls_back_is_said_without_verbose(self):
+        site = self.site({"/": html_page("/a", "/b"), "/a": html_page(), "/b": html_page()})
+        status, _, stderr = run_main(["--delay", "0.2", "--no-robots", site.url()])
+        self.assertEqual((status, stderr.split("] ", 1)[-1]),
+                         (0, "INFO --delay sets 0.2 s between requests to 127.0.0.1: at most "
+                             "300 URLs a minute from it\n"))
+        status, _, stderr = run_main(["-q", "--delay", "0.2", "--no-robots", site.url()])
+        self.assertEqual((status, stderr), (0, ""))
+
     def test_verbose_keeps_the_progress_line_on_a_terminal(self):
         site = self.site({"/": html_page("/a"), "/a": slow_route(0.6, html_page())})
 
