@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 # Copyright (c) 2026 The crawl.py authors
 # SPDX-License-Identifier: MIT
 """crawl.py: a web crawler on its own small coroutine runtime, in one file.
@@ -7,7 +8,7 @@ generator-based coroutines driven with ``yield from``: enough to keep
 thousands of slow connections busy at once, with code that still reads top to
 bottom like blocking code. Standard library only; no asyncio.
 
-Run it:     python3 crawl.py xkcd.com          (python3 crawl.py --help)
+Run it:     python3 crawl.py --max-pages 50 xkcd.com   (python3 crawl.py --help)
 Test it:    python3 -m unittest -v test_crawl
 Vendor it:  copy this file into your project and import what __all__ lists
             (other names without an underscore are shared between sections,
@@ -53,6 +54,7 @@ definition). The sections:
 import codecs
 import collections
 import errno
+import bisect
 import heapq
 import html.entities
 import importlib.util
@@ -197,6 +199,19 @@ def seconds(allow_zero):
     return parse
 
 
+def byte_size(text):
+    """A parse function for a size in bytes: a whole number, or one with a
+    unit K, M or G (KiB, MiB, GiB: 1024-based), as in 512K, 10M or 10MiB."""
+    match = re.fullmatch(r"\s*([-+]?\d+)\s*(?:([KMG])(?:i?B)?)?\s*", text, re.IGNORECASE)
+    if match is None:
+        raise _argument_error(f"expected a number of bytes such as 500000, 512K or 10M, "
+                              f"got {text!r}")
+    value = int(match.group(1)) * 1024 ** " KMG".index((match.group(2) or " ").upper())
+    if value < 1:
+        raise _argument_error(f"must be at least 1, got {text}")
+    return value
+
+
 def regular_expression(text):
     try:
         return re.compile(text)
@@ -218,7 +233,8 @@ OPTIONS = (
     Option("max_tries", "--max-tries", 4, "crawler", whole_number(1), "N",
            "attempts per URL on network errors, timeouts, 429 and 503"),
     Option("max_pages", "--max-pages", None, "crawler", whole_number(1), "N",
-           "fetch at most N URLs", shown="no limit"),
+           "fetch at most N URLs, whatever their status or type (robots.txt not "
+           "counted)", shown="no limit"),
     Option("max_depth", "--max-depth", None, "crawler", whole_number(0), "N",
            "follow links at most N hops from a root", shown="no limit"),
     Option("delay", "--delay", 0.0, "crawler", seconds(True), "SECONDS",
@@ -254,8 +270,9 @@ OPTIONS = (
            help="seconds for each TCP connect and TLS handshake (within timeout)"),
     Option("read_timeout", None, None, "client",
            help="longest wait (seconds) for the next byte; None: only timeout applies"),
-    Option("max_size", "--max-size", DEFAULT_MAX_BODY_SIZE, "client", whole_number(1), "BYTES",
-           "largest body kept, after decompression", shown=f"{DEFAULT_MAX_BODY_SIZE} = 10 MiB"),
+    Option("max_size", "--max-size", DEFAULT_MAX_BODY_SIZE, "client", byte_size, "BYTES",
+           "largest body kept, after decompression; 512K, 10M and 1G (1024-based) "
+           "are understood", shown=f"{DEFAULT_MAX_BODY_SIZE} = 10M"),
     Option("user_agent", "--user-agent", DEFAULT_USER_AGENT, "client", None, "STRING",
            "User-Agent field; its first word is the robots.txt product token",
            shown=f"`{DEFAULT_USER_AGENT}`"),
@@ -271,13 +288,20 @@ OPTIONS = (
     # The command line only.
     Option("output", "-o/--output", None, "cli", None, "FILE",
            "write the records to FILE as JSON Lines, one line per URL as it "
-           "finishes (the file is replaced)", shown="none"),
+           "finishes (the file is replaced); - for stdout, the report then goes "
+           "to stderr", shown="none"),
     Option("quiet", "-q/--quiet", False, "cli", SWITCH, None,
            "print only the URLs that failed and the summary; no progress line",
            shown="off"),
+    Option("show_unfetched", "--show-unfetched", False, "cli", SWITCH, None,
+           "also list the URLs not fetched by choice (robots.txt, limits, "
+           "interruption); they are always counted in the summary and written "
+           "to --output", shown="off"),
     Option("verbose", "-v/--verbose", 0, "cli", COUNT, None,
-           "log to stderr: -v for INFO (robots.txt per origin, retries), -vv for "
-           "DEBUG (every fetch, every new connection)", shown="off"),
+           "log to stderr: -v for INFO (robots.txt per origin, retries, a status "
+           "line every 10 s off a terminal; the report then lists the unfetched "
+           "URLs and all linking pages of a failed URL), -vv for DEBUG (every "
+           "fetch, every new connection)", shown="off"),
 )
 
 
@@ -344,11 +368,12 @@ ERROR_KINDS = {
 
 NOT_FETCHED_KINDS = tuple(kind for kind, about in ERROR_KINDS.items() if not about.failure)
 
+# A field with no value is null (None), whatever its type.
 RECORD_FIELDS = {
     "url": "the normalized URL (userinfo is never kept)",
     "status": "status code; null when there was no response",
-    "reason": 'reason phrase; "" when there was no response',
-    "content_type": 'media type of the response, lower case; "" when none',
+    "reason": "reason phrase; null when there was no response",
+    "content_type": "media type of the response, lower case; null when none",
     "charset": "charset parameter of the response; null when none",
     "size": "body bytes after transfer and content decoding",
     "links": "distinct links found on the page",
@@ -356,13 +381,21 @@ RECORD_FIELDS = {
     "redirect": "the Location target of a redirect, else null",
     "error": "null, or a short message",
     "error_kind": "null, or the error's kind (ERROR_KINDS)",
+    "failed": "true for an error or a 4xx/5xx status (what makes the exit status 1); "
+              "false for a URL fine or not fetched by choice",
     "tries": "fetch attempts (0 for a URL not fetched)",
     "elapsed": "seconds from the first attempt to the end, back-off included",
     "depth": "links from a root (a redirect keeps its source's depth)",
     "referrer": "the first page that linked to it, or the URL that redirected to it",
     "via": 'how it was found: "root", "link", "redirect", or the tag and attribute '
            'of a resource ("img src", "css url")',
+    "linked_from": "for a failed URL, how many pages link or redirect to it, as far as "
+                   "known when it finished (the report counts them all), else null",
+    "referrers": "for a failed URL, the first 100 of those pages in URL order, else null",
 }
+
+# Fields computed from the others rather than stored.
+COMPUTED_FIELDS = ("failed",)
 
 
 # ---------------------------------------------------------------------------
@@ -3499,6 +3532,7 @@ RETRY_STATUSES = (429, 503)
 # The kinds of the trap defences (ERROR_KINDS, not failures): the summary
 # counts them apart, to show that the crawl was cut and where.
 TRAP_KINDS = ("url_length", "path_segments", "path_repeats", "soft_404")
+MAX_REFERRERS = 100  # linking pages kept per failed URL (the count has them all)
 
 
 
@@ -3506,13 +3540,13 @@ class Record:
     """What happened to one URL: the fields of RECORD_FIELDS (their
     meanings are there), set as the URL goes through the crawler."""
 
-    __slots__ = tuple(RECORD_FIELDS)
+    __slots__ = tuple(name for name in RECORD_FIELDS if name not in COMPUTED_FIELDS)
 
     def __init__(self, url, depth=0, referrer=None, via=None):
         self.url = url
         self.status = None
-        self.reason = ""
-        self.content_type = ""
+        self.reason = None
+        self.content_type = None
         self.charset = None
         self.size = 0
         self.links = 0
@@ -3525,9 +3559,12 @@ class Record:
         self.depth = depth
         self.referrer = referrer
         self.via = via or ("link" if referrer else "root")
+        self.linked_from = None
+        self.referrers = None
 
     def __repr__(self):
-        return f"<Record {self.url} {self.status} {self.error_kind or ''}>"
+        kind = f" {self.error_kind}" if self.error_kind else ""
+        return f"<Record {self.url} {self.status}{kind}>"
 
     def as_dict(self):
         return {name: getattr(self, name) for name in RECORD_FIELDS}
@@ -3609,6 +3646,15 @@ def parse_retry_after(value, now=None):
     return max(0.0, when.timestamp() - (now if now is not None else time.time()))
 
 
+def _rate(per_second):
+    """A rate with the precision it needs: 120, 4.5, 0.25, 0.0031."""
+    if per_second >= 10 or per_second == 0:
+        return f"{per_second:.0f}"
+    if per_second >= 1:
+        return f"{per_second:.1f}"
+    return f"{per_second:.2g}"
+
+
 class _OriginState:
     """What the crawler keeps per origin: its host (whose requests are
     spaced by the politeness delay; None for no spacing), its robots.txt
@@ -3681,8 +3727,11 @@ class Crawler:
         self.max_depth = settings["max_depth"]
         self.delay = settings["delay"]
         self.lenient = settings["lenient"]
+        exclude = settings["exclude"]
+        if isinstance(exclude, (str, re.Pattern)):  # one pattern, not one per character
+            exclude = [exclude]
         self.exclude = [re.compile(pattern) if isinstance(pattern, str) else pattern
-                        for pattern in settings["exclude"]]
+                        for pattern in exclude]
         self.robots = settings["robots"]
         self.max_url_length = settings["max_url_length"]
         self.max_path_segments = settings["max_path_segments"]
@@ -3710,12 +3759,17 @@ class Crawler:
             self.scope_hosts.update((host, "www." + host))
         self.frontier = Queue()
         self.seen = {}  # URL -> how many pages link to it (or redirect to it)
+        # URL -> the pages that link to it, beyond its FrontierItem's referrer,
+        # while it waits (only URLs linked from two pages or more), and all of
+        # them after it failed; dropped for a URL that did not fail.
+        self._referrers = {}
         self.records = {}
         self._strings = {}  # see _shared
         self.pages = 0  # records of HTML pages fetched with 200 (Record.is_page)
         self.failed = 0  # records that count as failures (Record.failed)
         self.origins = {}  # (scheme, host, port) -> _OriginState
         self._next_slot = {}  # host -> loop time its next request may start
+        self._slowed_hosts = set()  # hosts whose politeness delay was said (_say_slowed)
         self.in_progress = 0  # URLs taken from the frontier and not finished
         self.fetching = 0  # of those, the ones with a request on the wire
         self.fetches_started = 0
@@ -3747,10 +3801,46 @@ class Crawler:
         if count is not None:
             if referrer is not None:
                 self.seen[url] = count + 1
+                if url not in self.records or url in self._referrers:
+                    self._note_referrer(url, referrer)
             return False
         self.seen[url] = 0 if referrer is None else 1
         self.frontier.put_nowait(FrontierItem(url, redirects_left, depth, referrer, chain, via))
         return True
+
+    # Skip on first reading: the linking pages of a failed URL, kept in bounds.
+    def _note_referrer(self, url, referrer):
+        """Keep referrer among the pages linking to url, a URL not finished
+        yet or one that failed: the MAX_REFERRERS first in URL order, so
+        that the same crawl lists the same pages whatever the timing."""
+        referrers = self._referrers.get(url)
+        if referrers is None:
+            self._referrers[url] = [referrer]
+            return
+        record = self.records.get(url)
+        if record is None:  # waiting: sort and trim now and then, not per link
+            referrers.append(referrer)
+            if len(referrers) >= 2 * MAX_REFERRERS:
+                referrers[:] = sorted(set(referrers))[:MAX_REFERRERS]
+            return
+        record.linked_from += 1
+        if referrer not in referrers and (len(referrers) < MAX_REFERRERS
+                                          or referrer < referrers[-1]):
+            bisect.insort(referrers, referrer)
+            del referrers[MAX_REFERRERS:]
+
+    def _settle_referrers(self, record):
+        """When record's URL finishes: a failed URL keeps its linking pages
+        (and gets later ones), any other URL forgets them."""
+        others = self._referrers.pop(record.url, None)
+        if not record.failed:
+            return
+        pages = set(others or ())
+        if record.referrer is not None:
+            pages.add(record.referrer)
+        record.referrers = sorted(pages)[:MAX_REFERRERS]
+        record.linked_from = max(self.seen.get(record.url, 0), len(pages))
+        self._referrers[record.url] = record.referrers
 
     # Running -------------------------------------------------------------------
 
@@ -3864,7 +3954,8 @@ class Crawler:
             record.elapsed = round(self._clock() - started, 6)
             raise
         record.elapsed = round(self._clock() - started, 6)
-        logger.debug("%s %s %s", record.status or "---", url, record.error or "")
+        logger.debug("%s %s%s", record.status or "---", url,
+                     f" [{record.error_kind}] {record.error}" if record.error else "")
         self._finish(record)
 
     def _fetch_and_follow(self, item, record, state):
@@ -3887,9 +3978,12 @@ class Crawler:
                 self._follow_links(record, response, item.depth)
 
     def _take_response_facts(self, record, response):
+        # One copy of each reason, type and charset however many records
+        # have it: memory per URL (measured on the Python docs: about 90
+        # bytes less a record).
         record.status = response.status
         record.reason = self._shared(response.reason)
-        record.content_type = self._shared(response.content_type)
+        record.content_type = self._shared(response.content_type) or None
         record.charset = self._shared(response.charset)
         record.size = len(response.body)
 
@@ -3969,7 +4063,17 @@ class Crawler:
             if now >= next_slot:
                 self._next_slot[state.host] = now + gap
                 return
+            if state.host not in self._slowed_hosts:
+                self._say_slowed(state.host, gap, gap > self.delay)
             yield from sleep(next_slot - now)
+
+    def _say_slowed(self, host, gap, asked_by_robots):
+        """Say once per host, even without -v (a "notice"), that politeness
+        is holding URLs back: the crawl may take much longer than expected."""
+        self._slowed_hosts.add(host)
+        who = "robots.txt asks for" if asked_by_robots else "--delay sets"
+        logger.info("%s %g s between requests to %s: at most %s URLs a minute from it",
+                    who, gap, host, _rate(60 / gap), extra={"notice": True})
 
     def _robots_rules(self, origin, state):
         """The origin's RobotsRules, fetched once; concurrent workers share
@@ -4161,7 +4265,8 @@ class Crawler:
         host = link_host(url)
         if host is not None and not self._host_in_scope(host):
             return
-        if url in self.seen or url in self.records:
+        if url in self.seen:
+            self._discover(url, 0, depth, referrer)  # one more page links to it
             return
         self.seen[url] = 1
         record = Record(url, depth, referrer, via)
@@ -4177,6 +4282,7 @@ class Crawler:
     def _finish(self, record):
         if record.url in self.records:  # never two records for one URL
             return
+        self._settle_referrers(record)
         self.records[record.url] = record
         self.pages += record.is_page
         self.failed += record.failed
@@ -4197,8 +4303,10 @@ class Crawler:
             "in_progress": self.in_progress,
             "fetching": self.fetching,
             "failed": self.failed,
+            "fetched": self.fetches_started,
             "elapsed": elapsed,
             "pages_per_second": self.pages / elapsed,
+            "fetched_per_second": self.fetches_started / elapsed,
         }
 
 
@@ -4220,12 +4328,15 @@ def crawl(roots, **options):
 # ---------------------------------------------------------------------------
 
 EXIT_OK, EXIT_FAILED_URLS, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
+# No root could be fetched (the site is down, or all of it is out of bounds):
+# 3, a status no common convention (sh, sysexits.h, signals) uses.
+EXIT_NOTHING_CRAWLED = 3
 
 
-def format_record(record, linking_pages=1):
-    """One report line: status, URL, then what happened to it; a failed
-    URL also names the page that linked to it (and how many others did,
-    out of linking_pages in all)."""
+def format_record(record, verbose=False):
+    """The report's line(s) for one record: status, URL, then what happened
+    to it; a failed URL also names the first page (in URL order) that links
+    to it and how many others do; verbose lists those others too."""
     status = str(record.status) if record.status is not None else "---"
     line = f"{status:>3} {record.url}"
     if record.status is not None:
@@ -4238,18 +4349,32 @@ def format_record(record, linking_pages=1):
         line += f"  [{record.error_kind}] {record.error}"
     if record.tries > 1:
         line += f"  ({record.tries} tries)"
-    if record.failed and record.referrer:  # where to fix a broken link
-        line += f"  <- linked from {record.referrer}"
-        if linking_pages > 1:
-            others = linking_pages - 1
-            line += f" and {others} other page{'s' if others > 1 else ''}"
-    return line
+    referrers = record.referrers or ([record.referrer] if record.referrer else [])
+    if not (record.failed and referrers):
+        return line
+    first, *others = referrers  # where to fix a broken link
+    linked_from = max(record.linked_from or 0, len(referrers))
+    line += f"  <- linked from {first}"
+    if linked_from > 1:
+        line += f" and {_plural(linked_from - 1, 'other page')}"
+    if not verbose:
+        return line
+    lines = [line] + [f"      also linked from {page}" for page in others]
+    unlisted = linked_from - len(referrers)
+    if unlisted > 0:
+        lines.append(f"      and {_plural(unlisted, 'more page')}")
+    return "\n".join(lines)
+
+
+def _plural(count, noun):
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def summarize(crawler):
-    """The summary lines printed after the crawl. The last line carries the
-    page count ("Pages: N", HTML documents fetched with status 200), where
-    scripts (and the benchmark harness) look for it."""
+    """The summary lines printed after the crawl, each saying what it
+    counts. The last line carries the page count ("Pages: N", HTML
+    documents fetched with status 200), where scripts (and the benchmark
+    harness) look for it."""
     records = list(crawler.records.values())
     stats = crawler.stats()
     by_class = collections.Counter(f"{record.status // 100}xx" for record in records
@@ -4259,25 +4384,45 @@ def summarize(crawler):
     not_fetched = collections.Counter(record.error_kind for record in records
                                       if record.error_kind in NOT_FETCHED_KINDS
                                       and record.status is None)  # a soft 404 was fetched
+    failures = collections.Counter(record.error_kind or f"{record.status // 100}xx"
+                                   for record in records if record.failed)
     body_bytes = sum(record.size for record in records)
     lines = []
     if crawler.interrupted:
         remaining = not_fetched.get("interrupted", 0)
-        lines.append(f"INTERRUPTED: {remaining} URL{'' if remaining == 1 else 's'} "
-                     "remained unfetched")
+        lines.append(f"INTERRUPTED: {_plural(remaining, 'URL')} remained unfetched")
     if not crawler.client.verify:
         lines.append("WARNING: TLS certificate verification was disabled")
-    lines.append("Status:   " + (", ".join(f"{key} {by_class[key]}" for key in sorted(by_class))
-                                 or "no responses"))
-    lines.append("Errors:   " + (_counts(errors) or "none"))
-    lines.append("Unfetched: " + (_counts(not_fetched) or "none"))
+    lines.extend(_nothing_fetched(crawler))
+    lines.append("Statuses: " + (", ".join(f"{key} {by_class[key]}" for key in sorted(by_class))
+                                 + " (HTTP responses)" if by_class else "none (no HTTP response)"))
+    lines.append("Errors:   " + (_counts(errors) + " (no usable response)" if errors else "none"))
+    lines.append("Skipped:  " + (_counts(not_fetched) + " (not fetched by choice, not failures)"
+                                 if not_fetched else "none"))
+    lines.append("Failed:   " + (f"{_plural(stats['failed'], 'URL')} ({_counts(failures)})"
+                                 if failures else "none"))
     traps = _trap_counts(records)
     if traps:
         lines.append("Traps:    " + traps)
     lines.append(f"Bytes:    {body_bytes} (decoded bodies)")
-    lines.append(f"URLs:     {stats['urls']} in {stats['elapsed']:.2f} s, "
-                 f"{stats['failed']} failed, {stats['pages_per_second']:.0f} pages/s")
+    lines.append(f"URLs:     {stats['urls']} in {stats['elapsed']:.2f} s, {stats['fetched']} "
+                 f"fetched, {_rate(stats['fetched_per_second'])} fetches/s")
     lines.append(f"Pages:    {stats['pages']} (HTML documents fetched with status 200)")
+    return lines
+
+
+def _nothing_fetched(crawler):
+    """One line when the crawl fetched no page, or a root only redirected
+    out of scope: the user sees why the report is (nearly) empty."""
+    lines = []
+    for root in crawler.roots:
+        record = crawler.records.get(root)
+        if (record is not None and record.redirect and not record.failed
+                and record.redirect not in crawler.seen):
+            lines.append(f"NOTE: the root {root} only redirects out of scope, to "
+                         f"{record.redirect}")
+    if not lines and not crawler.interrupted and crawler.fetches_started == 0:
+        lines.append("NOTE: no URL was fetched")
     return lines
 
 
@@ -4296,14 +4441,18 @@ def _trap_counts(records):
                      for kind, urls in sorted(cut.items(), key=lambda item: -len(item[1])))
 
 
-def report(crawler, out, quiet=False):
-    """Write the report to out (a text file): a line per URL sorted by URL
-    (with quiet, only the URLs that failed), then the summary."""
+def report(crawler, out, quiet=False, show_unfetched=False, verbose=False):
+    """Write the report to out (a text file): a line per URL sorted by URL,
+    then the summary. URLs not fetched by choice (an ERROR_KINDS kind that
+    is no failure) are counted but listed only with show_unfetched or
+    verbose; with quiet, only the URLs that failed are listed."""
     records = sorted(crawler.records.values(), key=lambda r: r.url)
     if quiet:
         records = [record for record in records if record.failed]
+    elif not (show_unfetched or verbose):
+        records = [record for record in records if record.error_kind not in NOT_FETCHED_KINDS]
     for record in records:
-        out.write(format_record(record, crawler.seen.get(record.url, 1)) + "\n")
+        out.write(format_record(record, verbose) + "\n")
     if records:
         out.write("\n")
     out.write("\n".join(summarize(crawler)) + "\n")
@@ -4312,12 +4461,12 @@ def report(crawler, out, quiet=False):
 
 def exit_status(crawler):
     """0: every record is 2xx/3xx (or not fetched by choice); 1: some URL
-    failed; 2: no root could be fetched at all; 130: interrupted."""
+    failed; 3: no root could be fetched at all; 130: interrupted."""
     if crawler.interrupted:
         return EXIT_INTERRUPTED
     roots = [crawler.records.get(root) for root in crawler.roots]
     if not any(record is not None and record.status is not None for record in roots):
-        return EXIT_USAGE
+        return EXIT_NOTHING_CRAWLED
     if any(record.failed for record in crawler.records.values()):
         return EXIT_FAILED_URLS
     return EXIT_OK
@@ -4326,23 +4475,47 @@ def exit_status(crawler):
 # Skip on first reading: the --output file, the progress line.
 class JSONLinesWriter:
     """Writes each record as one JSON line with a single write() call on an
-    unbuffered file, so that a killed crawl leaves only whole lines."""
+    unbuffered file, so that a killed crawl leaves only whole lines. The
+    path "-" is stdout, flushed after each line."""
 
     def __init__(self, path):
         import json  # only the --output file needs it
         self._dumps = json.dumps
-        self.file = open(path, "wb", buffering=0)
+        self.file = None if path == "-" else open(path, "wb", buffering=0)
 
     def write(self, record):
         line = self._dumps(record.as_dict(), ensure_ascii=False) + "\n"
-        self.file.write(line.encode("utf-8"))
+        if self.file is not None:
+            self.file.write(line.encode("utf-8"))
+            return
+        stdout = getattr(sys.stdout, "buffer", None)  # UTF-8 whatever the locale
+        if stdout is not None:
+            stdout.write(line.encode("utf-8"))
+        else:
+            sys.stdout.write(line)
+        sys.stdout.flush()
+        if stdout is not None:
+            stdout.flush()
 
     def close(self):
-        self.file.close()
+        if self.file is not None:
+            self.file.close()
+
+
+def progress_text(crawler):
+    """What the crawl is doing: URLs done and queued, requests on the wire,
+    URLs waiting (for a politeness slot, a retry's back-off or robots.txt),
+    failures and the fetch rate."""
+    stats = crawler.stats()
+    waiting = stats["in_progress"] - stats["fetching"]
+    return (f"{stats['urls']} done, {stats['queued']} queued, {stats['fetching']} on the wire, "
+            f"{waiting} waiting, {stats['failed']} failed, "
+            f"{_rate(stats['fetched_per_second'])} fetches/s")
 
 
 class ProgressLine:
-    """A one-line progress display on a terminal, at most 4 updates a second."""
+    """A one-line progress display on a terminal, at most 4 updates a
+    second; log lines (see _LogHandler) clear it and print above it."""
 
     def __init__(self, crawler, stream):
         self.crawler = crawler
@@ -4353,11 +4526,7 @@ class ProgressLine:
         self.timer = get_event_loop().call_later(0.25, self._update)
 
     def _update(self):
-        stats = self.crawler.stats()
-        self.stream.write(f"\r{stats['urls']} done, {stats['queued']} queued, "
-                          f"{stats['in_progress']} in progress ({stats['fetching']} fetching), "
-                          f"{stats['failed']} failed, "
-                          f"{stats['pages_per_second']:.0f} pages/s \x1b[K")
+        self.stream.write(f"\r{progress_text(self.crawler)}\x1b[K")
         self.stream.flush()
         self.start()
 
@@ -4368,16 +4537,40 @@ class ProgressLine:
             self.stream.flush()
 
 
+class StatusLog:
+    """Off a terminal (a CI log), with -v: the progress as an INFO line
+    every interval seconds, so that a long crawl shows signs of life."""
+
+    def __init__(self, crawler, interval=10.0):
+        self.crawler = crawler
+        self.interval = interval
+        self.timer = None
+
+    def start(self):
+        self.timer = get_event_loop().call_later(self.interval, self._update)
+
+    def _update(self):
+        logger.info("status: %s", progress_text(self.crawler))
+        self.start()
+
+    def stop(self):
+        if self.timer is not None:
+            self.timer.cancel()
+
+
 EXAMPLES = """\
 examples:
-  python3 crawl.py xkcd.com                      crawl a site, report every URL
-  python3 crawl.py -q --max-pages 100 xkcd.com   the first 100 URLs, summary only
-  python3 crawl.py localhost:8000 -o links.jsonl records as JSON Lines
+  python3 crawl.py --max-pages 100 xkcd.com        the first 100 URLs of a site
+  python3 crawl.py -q localhost:8000               a link check: failures, summary
+  python3 crawl.py localhost:8000 -o links.jsonl   records as JSON Lines
+  python3 crawl.py -q localhost:8000 -o - | jq -r .url
+                                                   every URL found, one a line
   python3 crawl.py https://example.com/ --exclude '\\.pdf$' --delay 0.5
 
-exit status: 0 all URLs fine (2xx/3xx), 1 some URL failed (error, 4xx, 5xx)
-or the --output file could not be written, 2 bad usage or no root could be
-fetched, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+exit status: 0 all URLs fine (2xx/3xx, or not fetched by choice), 1 some URL
+failed (error, 4xx, 5xx) or the --output file could not be written, 2 bad
+usage, 3 no root could be fetched (nothing crawled), 130 interrupted
+(Ctrl-C), 143 terminated (SIGTERM).
 """
 
 
@@ -4412,32 +4605,43 @@ def _argparse_settings(option):
 
 
 def main(argv=None):
-    """The command line; returns the exit status (see EXAMPLES)."""
+    """The command line; returns the exit status (see EXAMPLES), for a usage
+    error, --help and --version too (argparse's SystemExit is caught)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
-    _check_arguments(parser, args)
-    restore_logging = _log_to_stderr(args.verbose)
     try:
+        args = parser.parse_args(argv)
+        _check_arguments(parser, args)
+    except SystemExit as exit:
+        return exit.code
+    try:
+        crawler = Crawler(args.roots, **{
+            option.keyword: getattr(args, option.keyword) for option in OPTIONS
+            if option.flag is not None and option.takes != "cli"})
+    except ValueError as error:
+        return _usage_error(parser, str(error))
+    writer = None
+    if args.output:
         try:
-            crawler = Crawler(args.roots, **{
-                option.keyword: getattr(args, option.keyword) for option in OPTIONS
-                if option.flag is not None and option.takes != "cli"})
-        except ValueError as error:
-            parser.error(str(error))
-        writer = None
-        if args.output:
-            try:
-                writer = JSONLinesWriter(args.output)
-            except OSError as error:
-                crawler.client.close()
-                parser.error(f"cannot write --output {args.output!r}: {error.strerror or error}")
-        try:
-            return _run_crawl(crawler, args, writer)
-        finally:
-            if writer is not None:
-                writer.close()
+            writer = JSONLinesWriter(args.output)
+        except OSError as error:
+            crawler.client.close()
+            return _usage_error(parser, f"cannot write --output {args.output!r}: "
+                                        f"{error.strerror or error}")
+    restore_logging = _log_to_stderr(args.verbose, notices=not args.quiet)
+    try:
+        return _run_crawl(crawler, args, writer)
     finally:
+        if writer is not None:
+            writer.close()
         restore_logging()
+
+
+def _usage_error(parser, message):
+    """What parser.error() prints (the usage, then one line), returning the
+    status instead of raising SystemExit."""
+    parser.print_usage(sys.stderr)
+    sys.stderr.write(f"{parser.prog}: error: {message}\n")
+    return EXIT_USAGE
 
 
 def _check_arguments(parser, args):
@@ -4451,8 +4655,6 @@ def _check_arguments(parser, args):
     for pattern in args.exclude:
         if pattern.search(""):
             parser.error(f"--exclude {pattern.pattern!r} matches every URL")
-    if args.output == "-":
-        parser.error("--output needs a file name: the report already goes to stdout")
     if args.cafile:
         try:
             # A bare context: loading the system's CA store as well (what
@@ -4463,15 +4665,39 @@ def _check_arguments(parser, args):
                          f"certificates ({getattr(error, 'strerror', None) or error})")
 
 
-def _log_to_stderr(verbosity):
+class _LogHandler(logging.StreamHandler):
+    """Log lines on stderr, each with the seconds since the crawl started;
+    a progress line on the same terminal is cleared first (it is drawn
+    again below at its next update)."""
+
+    def __init__(self):
+        super().__init__()
+        self.setFormatter(logging.Formatter("[%(elapsed).1fs] %(levelname)s %(message)s"))
+        self.started = time.monotonic()
+        self.progress_shown = False
+
+    def format(self, record):
+        record.elapsed = time.monotonic() - self.started
+        return super().format(record)
+
+    def emit(self, record):
+        if self.progress_shown:
+            self.stream.write("\r\x1b[K")
+        super().emit(record)
+
+
+def _log_to_stderr(verbosity, notices=True):
     """Send the "crawl" logger to stderr at WARNING, INFO (-v) or DEBUG
-    (-vv); returns a function that undoes it (main() may be called by a
+    (-vv), and the INFO notices unless notices is false (-q); returns a function that undoes it (main() may be called by a
     program with logging of its own)."""
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    handler = _LogHandler()
+    level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbosity, 2)]
+    # An INFO record marked "notice" (extra={"notice": True}) shows without -v too.
+    handler.addFilter(lambda record: record.levelno >= level
+                      or (notices and hasattr(record, "notice")))
     saved = logger.level, logger.propagate
     logger.addHandler(handler)
-    logger.setLevel((logging.WARNING, logging.INFO, logging.DEBUG)[min(verbosity, 2)])
+    logger.setLevel(min(level, logging.INFO))
     logger.propagate = False
 
     def restore():
@@ -4501,17 +4727,24 @@ def _run_crawl(crawler, args, writer):
             writer.write(record)
         except OSError as error:  # a full disk: stop rather than lose records
             output_failed.append(error)
-            logger.error("cannot write --output %r: %s; stopping the crawl",
-                         args.output, error.strerror or error)
-            crawl_task.cancel()
+            if not (args.output == "-" and isinstance(error, BrokenPipeError)):
+                logger.error("cannot write --output %r: %s; stopping the crawl",
+                             args.output, error.strerror or error)
+            crawl_task.cancel()  # also for | head: the reader has seen enough
 
     if writer is not None:
         crawler.on_record = write_record
     previous = {signum: signal.signal(signum, on_signal)
                 for signum in (signal.SIGINT, signal.SIGTERM)}
     progress = None
-    if not args.quiet and not args.verbose and sys.stderr.isatty():
+    if not args.quiet and sys.stderr.isatty():
         progress = ProgressLine(crawler, sys.stderr)
+        for handler in logger.handlers:
+            if isinstance(handler, _LogHandler):
+                handler.progress_shown = True
+    elif args.verbose:
+        progress = StatusLog(crawler)
+    if progress is not None:
         progress.start()
     try:
         loop.run_until_complete(crawl_task)
@@ -4524,8 +4757,10 @@ def _run_crawl(crawler, args, writer):
             signal.signal(signum, handler)
         loop.close()
         set_event_loop(None)
+    out = sys.stderr if args.output == "-" else sys.stdout  # stdout has the records
     try:
-        report(crawler, sys.stdout, quiet=args.quiet)
+        report(crawler, out, quiet=args.quiet, show_unfetched=args.show_unfetched,
+               verbose=args.verbose > 0)
     except BrokenPipeError:  # e.g. | head: the reader has seen enough
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if signal_received:

@@ -1497,9 +1497,8 @@ class VocabularyTest(unittest.TestCase):
                 "--max-pages", "7", "--max-depth", "1", "--delay", "0.5", "--lenient",
                 "--exclude", "x$", "--no-robots", "--timeout", "9", "--max-size", "100",
                 "--user-agent", "bot/1", "--cafile", CERT_FILE, "--insecure", "-q"]
-        with mock.patch.object(crawl, "Crawler", fake_crawler), \
-                contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):
-            crawl.main(argv)
+        with mock.patch.object(crawl, "Crawler", fake_crawler):
+            self.assertEqual(run_main(argv)[0], 2)
         (roots, options), = seen
         options["exclude"] = [pattern.pattern for pattern in options["exclude"]]
         self.assertEqual(roots, ["example.test"])
@@ -1674,7 +1673,7 @@ class StructureTest(unittest.TestCase):
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
                 timeout=60)
         self.assertIn("[tls] certificate verify failed", result.stdout)
-        self.assertEqual(result.stdout.splitlines()[-1], "False True 2 True")
+        self.assertEqual(result.stdout.splitlines()[-1], "False True 3 True")
 
 
 
@@ -5717,11 +5716,9 @@ class HTTPRegressionTest(LoopTestCase):
     def test_field_values_must_be_latin_1(self):
         with self.assertRaises(ValueError):
             crawl.Client(user_agent="bot\u2713/1.0")
-        stderr = io.StringIO()
-        with contextlib.redirect_stderr(stderr), self.assertRaises(SystemExit) as caught:
-            crawl.main(["--user-agent", "bot\u2713/1.0", "localhost:9"])
-        self.assertEqual(caught.exception.code, 2)
-        self.assertIn("must be ASCII", stderr.getvalue())
+        status, _, stderr = run_main(["--user-agent", "bot\u2713/1.0", "localhost:9"])
+        self.assertEqual(status, 2)
+        self.assertIn("must be ASCII", stderr)
 
     def test_retry_after_digits_are_ascii(self):
         self.assertIsNone(crawl.parse_retry_after("\u00b2"))
@@ -6344,7 +6341,7 @@ class CrawlerRobotsTest(CrawlerTestCase):
         self.assertEqual(site.targets(), ["/robots.txt"])
         self.assertEqual(list(records), [site.url()])
         self.assert_record(records[site.url()], status=None, error_kind="robots", tries=0)
-        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_USAGE)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_NOTHING_CRAWLED)
 
     def test_link_to_a_server_that_is_down_is_a_failure(self):
         # robots.txt unreachable means "fetch nothing" (RFC 9309), but the
@@ -6408,6 +6405,25 @@ class CrawlerRobotsTest(CrawlerTestCase):
         self.assertEqual(len(gaps), 4)
         for gap in gaps:
             self.assertAlmostEqual(gap, 2.0, places=9)
+
+    @virtual_clock
+    def test_a_politeness_delay_that_holds_urls_back_is_said_once_per_host(self):
+        site = self.site({"/robots.txt": robots_page("User-agent: *\nCrawl-delay: 1.5\n"),
+                          "/": html_page("/1", "/2", "/3")})
+        for i in range(1, 4):
+            site.routes[f"/{i}"] = html_page()
+        with self.assertLogs("crawl", "INFO") as logs:
+            self.crawl_site(site.url(), max_tasks=4)
+        notices = [record for record in logs.records if hasattr(record, "notice")]
+        self.assertEqual([record.getMessage() for record in notices], [
+            "robots.txt asks for 1.5 s between requests to 127.0.0.1: at most 40 URLs a "
+            "minute from it"])
+        with self.assertLogs("crawl", "INFO") as logs:
+            self.crawl_site(site.url(), max_tasks=4, delay=4, robots=False)
+        self.assertEqual([record.getMessage() for record in logs.records
+                          if hasattr(record, "notice")],
+                         ["--delay sets 4 s between requests to 127.0.0.1: at most 15 URLs a "
+                          "minute from it"])
 
     @virtual_clock
     def test_delay_option_and_larger_of_the_two(self):
@@ -6570,11 +6586,21 @@ class CrawlerRecordUnitTest(unittest.TestCase):
     def test_new_record(self):
         record = crawl.Record("http://h.test/", 2, "http://h.test/r")
         self.assertEqual(record.as_dict(), {
-            "url": "http://h.test/", "status": None, "reason": "", "content_type": "",
+            "url": "http://h.test/", "status": None, "reason": None, "content_type": None,
             "charset": None, "size": 0, "links": 0, "new_links": 0, "redirect": None,
-            "error": None, "error_kind": None, "tries": 0, "elapsed": 0.0, "depth": 2,
-            "referrer": "http://h.test/r", "via": "link"})
+            "error": None, "error_kind": None, "failed": False, "tries": 0, "elapsed": 0.0,
+            "depth": 2, "referrer": "http://h.test/r", "via": "link", "linked_from": None, "referrers": None})
         self.assertEqual(tuple(record.as_dict()), tuple(crawl.RECORD_FIELDS))
+
+    def test_repr_and_the_failed_field(self):
+        record = crawl.Record("http://h.test/")
+        self.assertEqual(repr(record), "<Record http://h.test/ None>")
+        record.status, record.error_kind = 404, None
+        self.assertEqual((repr(record), record.as_dict()["failed"]),
+                         ("<Record http://h.test/ 404>", True))
+        record.status, record.error_kind = None, "max_pages"
+        self.assertEqual((repr(record), record.as_dict()["failed"]),
+                         ("<Record http://h.test/ None max_pages>", False))
 
     def test_failed_and_is_page(self):
         def record(**fields):
@@ -6647,24 +6673,24 @@ class CrawlerSiteTest(CrawlerTestCase):
         self.assertEqual(got[site.url("/")], {
             "url": site.url("/"), "status": 200, "reason": "OK", "content_type": "text/html",
             "charset": "utf-8", "size": len(root.body), "links": 3, "new_links": 3, "redirect": None,
-            "error": None, "error_kind": None, "tries": 1, "elapsed": None, "depth": 0,
-            "referrer": None, "via": "root"})
+            "error": None, "error_kind": None, "failed": False, "tries": 1, "elapsed": None,
+            "depth": 0, "referrer": None, "via": "root", "linked_from": None, "referrers": None})
         self.assertEqual(got[site.url("/a")], {
             "url": site.url("/a"), "status": 200, "reason": "OK", "content_type": "text/html",
             "charset": "utf-8", "size": 15, "links": 0, "new_links": 0, "redirect": None,
-            "error": None, "error_kind": None, "tries": 1, "elapsed": None, "depth": 1,
-            "referrer": site.url("/"), "via": "link"})
+            "error": None, "error_kind": None, "failed": False, "tries": 1, "elapsed": None,
+            "depth": 1, "referrer": site.url("/"), "via": "link", "linked_from": None, "referrers": None})
         self.assertEqual(got[site.url("/missing")], {
             "url": site.url("/missing"), "status": 404, "reason": "Not Found", "content_type": "text/plain",
             "charset": None, "size": 9, "links": 0, "new_links": 0, "redirect": None,
-            "error": None, "error_kind": None, "tries": 1, "elapsed": None, "depth": 1,
-            "referrer": site.url("/"), "via": "link"})
+            "error": None, "error_kind": None, "failed": True, "tries": 1, "elapsed": None,
+            "depth": 1, "referrer": site.url("/"), "via": "link", "linked_from": 1, "referrers": [site.url("/")]})
         private = records[site.url("/private")]
         self.assertEqual(dict(got[site.url("/private")], error=None), {
-            "url": site.url("/private"), "status": None, "reason": "", "content_type": "",
+            "url": site.url("/private"), "status": None, "reason": None, "content_type": None,
             "charset": None, "size": 0, "links": 0, "new_links": 0, "redirect": None,
-            "error": None, "error_kind": "robots", "tries": 0, "elapsed": None, "depth": 1,
-            "referrer": site.url("/"), "via": "link"})
+            "error": None, "error_kind": "robots", "failed": False, "tries": 0, "elapsed": None,
+            "depth": 1, "referrer": site.url("/"), "via": "link", "linked_from": None, "referrers": None})
         self.assertEqual(private.elapsed, 0.0)
         self.assertIn("robots.txt", private.error)
         self.assertTrue(records[site.url("/missing")].failed)
@@ -6894,7 +6920,7 @@ class CrawlerSiteTest(CrawlerTestCase):
         secure = self.site({"/": html_page()}, tls=True)
         crawler, records = self.crawl_site(secure.url(), robots=False, max_tries=3)
         self.assert_record(records[secure.url()], status=None, error_kind="tls", tries=1)
-        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_USAGE)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_NOTHING_CRAWLED)
 
     def test_insecure_is_reported(self):
         secure = self.site({"/": html_page()}, tls=True)
@@ -6935,7 +6961,7 @@ class CrawlerRedirectTest(CrawlerTestCase):
         self.assertEqual(len(records), 11)
         for s in statuses:
             self.assert_record(records[site.url(f"/r{s}")], status=s, redirect=site.url(f"/t{s}"),
-                               new_links=1, error=None, error_kind=None, depth=1, content_type="",
+                               new_links=1, error=None, error_kind=None, depth=1, content_type=None,
                                size=0, links=0)
             self.assert_record(records[site.url(f"/t{s}")], status=200, referrer=site.url(f"/r{s}"),
                                depth=1, redirect=None)
@@ -7119,7 +7145,7 @@ class CrawlerRetryTest(CrawlerTestCase):
         crawler, records = self.crawl_site(server.url(), robots=False, max_tries=2)
         self.assert_record(records[server.url()], status=None, error_kind="reset", tries=2)
         self.assertEqual(server.connections, 2)
-        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_USAGE)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_NOTHING_CRAWLED)
 
     def test_connection_refused_is_not_retried(self):
         # As wget and curl: nothing listens there, and asking again will not
@@ -7130,7 +7156,7 @@ class CrawlerRetryTest(CrawlerTestCase):
         self.assertEqual(list(records), [url])
         self.assert_record(records[url], status=None, error_kind="refused", tries=1, depth=0,
                            error="connection refused")
-        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_USAGE)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_NOTHING_CRAWLED)
 
     @virtual_clock
     def test_timeout_retried(self):
@@ -7765,7 +7791,7 @@ class SafetyTest(FaultCase):
         client.close()
         site = self.site({"/": html_page()}, tls=True)
         result = run_cli("--no-robots", site.url("/"), timeout=30)
-        self.assertEqual(result.returncode, 2, "no root could be fetched")
+        self.assertEqual(result.returncode, 3, "no root could be fetched")
         self.assertIn("[tls] certificate verify failed", result.stdout)
         self.assertNotIn("verification was disabled", result.stdout)
         result = run_cli("--no-robots", "--no-soft-404", "--cafile", CERT_FILE, site.url("/"), timeout=30)
@@ -7830,7 +7856,7 @@ class CrawlerTrapTest(CrawlerTestCase):
         self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_OK)
         summary = crawl.summarize(crawler)
         self.assertIn(f"Traps:    soft_404 2 from {site.url('/a/')}", summary)
-        self.assertIn("Unfetched: none", summary, "a soft 404 was fetched")
+        self.assertIn("Skipped:  none", summary, "a soft 404 was fetched")
 
     def test_soft_404_that_echoes_the_requested_path(self):
         # "/a/ was not found": the same page once each loses its own path.
@@ -7863,7 +7889,7 @@ class CrawlerTrapTest(CrawlerTestCase):
                            error="not fetched: the path repeats '/a' more than --max-segment-repeats 2 times")
         self.assertEqual(len(self.probes(site)), 1)
         self.assertIn(f"Traps:    path_repeats 1 from {site.url('/a/a/a/')}", crawl.summarize(crawler))
-        self.assertIn("Unfetched: path_repeats 1", crawl.summarize(crawler))
+        self.assertIn("Skipped:  path_repeats 1 (not fetched by choice, not failures)", crawl.summarize(crawler))
 
     def test_a_site_that_404s_costs_one_request_per_origin(self):
         other = self.site({"/": html_page("/b"), "/b": html_page()})
@@ -8026,6 +8052,85 @@ class CrawlerBookkeepingTest(CrawlerTestCase):
             self.assertIs(record.charset, first.charset)
 
 
+class CrawlerReferrersTest(CrawlerTestCase):
+    """The pages linking to a failed URL: kept (bounded) for failed URLs
+    only, listed in URL order whatever the timing."""
+
+    crawl_defaults = {"backoff": 0.01, "robots": False, "soft_404": False}
+
+    def linking_site(self, pages):
+        """A FakeClient site: the root links to /p0.. /p{pages-1}, each of
+        which links to /missing; fetches finish in an order set by seed."""
+        site = {"http://example.test/": html_page(*[f"/p{i}" for i in range(pages)])}
+        for i in range(pages):
+            site[f"http://example.test/p{i}"] = html_page("/missing", "/")
+        return site
+
+    def crawl_in_order(self, site, seed, **options):
+        client = FakeClient(site)
+        fetch = client.fetch
+        delays = random.Random(seed)
+
+        def shuffled_fetch(url, method="GET", headers=None):
+            yield from crawl.sleep(delays.random())
+            return (yield from fetch(url, method, headers))
+
+        client.fetch = shuffled_fetch
+        return self.crawl_site("http://example.test/", client=client, max_tasks=5,
+                               run_timeout=600, **options)
+
+    @virtual_clock
+    def test_a_failed_url_lists_its_linking_pages_in_url_order(self):
+        crawler, records = self.crawl_in_order(self.linking_site(3), seed=1)
+        missing = records["http://example.test/missing"]
+        self.assertEqual((missing.failed, missing.linked_from), (True, 3))
+        self.assertEqual(missing.referrers, ["http://example.test/p0", "http://example.test/p1",
+                                             "http://example.test/p2"])
+        self.assertEqual(crawl.format_record(missing),
+                         "404 http://example.test/missing  text/plain  9 bytes  <- linked from "
+                         "http://example.test/p0 and 2 other pages")
+        self.assertEqual(crawl.format_record(missing, verbose=True).split("\n")[1:], [
+            "      also linked from http://example.test/p1",
+            "      also linked from http://example.test/p2"])
+        for record in records.values():
+            if not record.failed:
+                self.assertEqual((record.linked_from, record.referrers), (None, None))
+        # Only failed URLs keep their linking pages once the crawl is over.
+        self.assertEqual(list(crawler._referrers), ["http://example.test/missing"])
+
+    @virtual_clock
+    def test_the_list_is_bounded_and_the_count_is_not(self):
+        crawler, records = self.crawl_in_order(self.linking_site(250), seed=2)
+        missing = records["http://example.test/missing"]
+        first_100 = sorted(f"http://example.test/p{i}" for i in range(250))[:100]
+        self.assertEqual((missing.linked_from, missing.referrers), (250, first_100))
+        lines = crawl.format_record(missing, verbose=True).split("\n")
+        self.assertEqual(lines[0], "404 http://example.test/missing  text/plain  9 bytes  <- "
+                                   "linked from http://example.test/p0 and 249 other pages")
+        self.assertEqual(len(lines), 1 + 99 + 1)
+        self.assertEqual(lines[-1], "      and 150 more pages")
+
+    @virtual_clock
+    def test_the_same_crawl_gives_the_same_report_whatever_the_timing(self):
+        reports = set()
+        for seed in range(6):
+            crawler, _ = self.crawl_in_order(self.linking_site(12), seed=seed)
+            out = io.StringIO()
+            crawl.report(crawler, out, quiet=True)
+            reports.add(out.getvalue().split("\n")[0])
+        self.assertEqual(reports, {"404 http://example.test/missing  text/plain  9 bytes  <- "
+                                   "linked from http://example.test/p0 and 11 other pages"})
+
+    def test_an_invalid_link_counts_every_page_that_has_it(self):
+        site = {"http://example.test/": html_page("/a", "/b", "http://example.test:99999/"),
+                "http://example.test/a": html_page("http://example.test:99999/"),
+                "http://example.test/b": html_page("http://example.test:99999/")}
+        _, records = self.crawl_site("http://example.test/", client=FakeClient(site))
+        bad = records["http://example.test:99999/"]
+        self.assertEqual((bad.error_kind, bad.linked_from, bad.referrers), ("invalid_url", 3, [
+            "http://example.test/", "http://example.test/a", "http://example.test/b"]))
+
+
 # ---------------------------------------------------------------------------
 # 10. The report and the command line
 # ---------------------------------------------------------------------------
@@ -8043,22 +8148,30 @@ class CrawlerReportTest(CrawlerTestCase):
         crawl.report(crawler, out)
         lines = out.getvalue().split("\n")
         u = site.url
-        self.assertEqual(lines[:6], [
+        # URLs not fetched by choice (robots here) are counted, not listed.
+        self.assertEqual(lines[:5], [
             f"200 {u('/')}  text/html  {root_size} bytes  4/4 new links",
             f"200 {u('/a')}  text/html  8 bytes",
             f"404 {u('/missing')}  text/plain  9 bytes  <- linked from {u('/')}",
-            f"--- {u('/private')}  [robots] {records[u('/private')].error}",
             f"301 {u('/r')}  -  0 bytes  -> {u('/a')}",
             "",
         ])
-        summary = lines[6:]
+        summary = lines[5:]
         self.assertEqual(summary[-1], "")
-        self.assertEqual(summary[:4], ["Status:   2xx 2, 3xx 1, 4xx 1", "Errors:   none",
-                                       "Unfetched: robots 1", f"Bytes:    {root_size + 8 + 9} (decoded bodies)"])
-        self.assertRegex(summary[4], r"^URLs:     5 in \d+\.\d\d s, 1 failed, \d+ pages/s$")
-        self.assertEqual(summary[5], "Pages:    2 (HTML documents fetched with status 200)")
-        self.assertEqual(len(summary), 7)
+        self.assertEqual(summary[:5], [
+            "Statuses: 2xx 2, 3xx 1, 4xx 1 (HTTP responses)",
+            "Errors:   none",
+            "Skipped:  robots 1 (not fetched by choice, not failures)",
+            "Failed:   1 URL (4xx 1)",
+            f"Bytes:    {root_size + 8 + 9} (decoded bodies)"])
+        self.assertRegex(summary[5], r"^URLs:     5 in \d+\.\d\d s, 4 fetched, \d+(\.\d+)? fetches/s$")
+        self.assertEqual(summary[6], "Pages:    2 (HTML documents fetched with status 200)")
+        self.assertEqual(len(summary), 8)
         self.assertEqual(crawl.summarize(crawler), summary[:-1])
+        listed = io.StringIO()
+        crawl.report(crawler, listed, show_unfetched=True)
+        self.assertEqual(listed.getvalue().split("\n")[3],
+                         f"--- {u('/private')}  [robots] {records[u('/private')].error}")
         quiet = io.StringIO()
         crawl.report(crawler, quiet, quiet=True)  # only the URLs that failed, then the summary
         self.assertEqual(quiet.getvalue().split("\n"),
@@ -8069,8 +8182,75 @@ class CrawlerReportTest(CrawlerTestCase):
         url = f"http://127.0.0.1:{refused_port(self)}/"
         crawler, _ = self.crawl_site(url, robots=False, max_tries=1)
         summary = crawl.summarize(crawler)
-        self.assertEqual(summary[:3], ["Status:   no responses", "Errors:   refused 1", "Unfetched: none"])
+        self.assertEqual(summary[:4], ["Statuses: none (no HTTP response)",
+                                       "Errors:   refused 1 (no usable response)",
+                                       "Skipped:  none", "Failed:   1 URL (refused 1)"])
         self.assertEqual(summary[-1], "Pages:    0 (HTML documents fetched with status 200)")
+
+
+class CrawlerReportSummaryTest(CrawlerTestCase):
+    """The report shows what matters: URLs not fetched by choice counted,
+    not listed; summary lines that say what they count."""
+
+    crawl_defaults = {"backoff": 0.01, "robots": False, "soft_404": False}
+
+    def report_lines(self, crawler, **options):
+        out = io.StringIO()
+        crawl.report(crawler, out, **options)
+        return out.getvalue().split("\n")
+
+    def test_urls_not_fetched_by_choice_are_counted_not_listed(self):
+        site = {"http://example.test/": html_page(*[f"/p{i}" for i in range(30)])}
+        for i in range(30):
+            site[f"http://example.test/p{i}"] = html_page()
+        crawler, records = self.crawl_site("http://example.test/", client=FakeClient(site),
+                                           max_pages=3, max_tasks=1)
+        self.assertEqual(len(records), 31)
+        lines = self.report_lines(crawler)
+        self.assertEqual([line.split("  ")[0] for line in lines[:4]], [
+            "200 http://example.test/", "200 http://example.test/p0",
+            "200 http://example.test/p1", ""])
+        self.assertEqual(lines[4:8], [
+            "Statuses: 2xx 3 (HTTP responses)", "Errors:   none",
+            "Skipped:  max_pages 28 (not fetched by choice, not failures)", "Failed:   none"])
+        self.assertRegex(lines[9], r"^URLs:     31 in \d+\.\d\d s, 3 fetched, ")
+        # On request (or with -v) they are listed; every kind that is no failure is.
+        for listed in (self.report_lines(crawler, show_unfetched=True),
+                       self.report_lines(crawler, verbose=True)):
+            self.assertEqual(len(listed), 31 + 1 + 8)
+            self.assertIn("--- http://example.test/p9  [max_pages] not fetched: --max-pages 3 "
+                          "reached", listed)
+        self.assertEqual(crawl.NOT_FETCHED_KINDS, tuple(
+            kind for kind, about in crawl.ERROR_KINDS.items() if not about.failure))
+
+    def test_rates_keep_their_precision(self):
+        self.assertEqual([crawl._rate(rate) for rate in (0, 0.004, 0.25, 0.8333, 4.46, 12.6, 530)],
+                         ["0", "0.004", "0.25", "0.83", "4.5", "13", "530"])
+
+    @virtual_clock
+    def test_a_slow_crawl_shows_its_rate(self):
+        site = {"http://example.test/": html_page("/a"), "http://example.test/a": html_page()}
+        crawler, _ = self.crawl_site("http://example.test/", client=FakeClient(site), delay=4)
+        self.assertEqual(crawler.stats()["elapsed"], 4.0)
+        self.assertEqual(crawl.summarize(crawler)[-2],
+                         "URLs:     2 in 4.00 s, 2 fetched, 0.5 fetches/s")
+
+    def test_a_crawl_that_fetched_nothing_says_so(self):
+        client = FakeClient({"http://example.test/": html_page("/a"),
+                             "http://example.test/robots.txt": robots_page(
+                                 "User-agent: *\nDisallow: /\n")})
+        crawler, _ = self.crawl_site("http://example.test/", client=client, robots=True)
+        self.assertEqual(crawl.summarize(crawler)[:2], [
+            "NOTE: no URL was fetched", "Statuses: none (no HTTP response)"])
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_NOTHING_CRAWLED)
+
+    def test_a_root_that_only_redirects_out_of_scope_says_so(self):
+        client = FakeClient({"http://example.test/": redirect("https://www.other.test/")})
+        crawler, _ = self.crawl_site("http://example.test/", client=client)
+        self.assertEqual(crawl.summarize(crawler)[0],
+                         "NOTE: the root http://example.test/ only redirects out of scope, "
+                         "to https://www.other.test/")
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_OK)
 
 
 class CrawlerLibraryTest(ServerTestCase):
@@ -8086,6 +8266,12 @@ class CrawlerLibraryTest(ServerTestCase):
         self.assertEqual([r.status for r in records], [200, 200, 200, 404])
         self.assertEqual(crawl.crawl(self.home.url("/a"))[0].url, self.home.url("/a"))
 
+    def test_a_string_exclude_is_one_pattern(self):
+        records = crawl.crawl([self.home.url()], exclude="/b$", backoff=0.01)
+        self.assertEqual([r.url for r in records], [self.home.url("/"), self.home.url("/a")])
+        records = crawl.crawl([self.home.url()], exclude=re.compile("/a$"), backoff=0.01)
+        self.assertEqual(len(records), 3)
+
     def test_main_returns_status(self):
         handlers = list(logging.root.handlers)
         level = logging.root.level
@@ -8100,10 +8286,10 @@ class CrawlerLibraryTest(ServerTestCase):
         with contextlib.redirect_stdout(out):
             status = crawl.main(["-q", self.home.url("/a")])
         self.assertEqual(status, 0)
-        with contextlib.redirect_stderr(io.StringIO()):
-            with self.assertRaises(SystemExit) as caught:
-                crawl.main(["--max-tasks", "0", self.home.url()])
-        self.assertEqual(caught.exception.code, 2)
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(crawl.main(["--max-tasks", "0", self.home.url()]), 2)
+            self.assertEqual(crawl.main(["--help"]), 0)
+            self.assertEqual(crawl.main(["--version"]), 0)
 
     def test_help_lists_every_option(self):
         text = crawl.build_parser().format_help()
@@ -8140,7 +8326,7 @@ class CLITest(ServerTestCase):
         site = self.site({"/": html_page("/a"), "/a": html_page()})
         result = run_cli("-q", site.url())
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertTrue(result.stdout.startswith("Status:   2xx 2\n"), result.stdout)
+        self.assertTrue(result.stdout.startswith("Statuses: 2xx 2 (HTTP responses)\n"), result.stdout)
         self.assertNotIn(site.url(), result.stdout)
 
     def test_exit_1_with_a_404(self):
@@ -8160,20 +8346,17 @@ class CLITest(ServerTestCase):
                      ["--bogus", "example.test"], ["mailto:a@example.test"], ["http://"],
                      ["--cafile", "/no/such/file.pem", "example.test"]):
             with self.subTest(args=args):
-                errors = io.StringIO()
-                with contextlib.redirect_stderr(errors), contextlib.redirect_stdout(io.StringIO()):
-                    with self.assertRaises(SystemExit) as caught:
-                        crawl.main(args)
-                self.assertEqual(caught.exception.code, 2)
-                self.assertIn("usage:", errors.getvalue())
+                status, _, errors = run_main(args)
+                self.assertEqual(status, 2)
+                self.assertIn("usage:", errors)
 
-    def test_exit_2_when_no_root_could_be_fetched(self):
+    def test_exit_3_when_no_root_could_be_fetched(self):
         port = refused_port(self)
         result = run_cli("--max-tries", "1", "--no-robots", f"127.0.0.1:{port}")
-        self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+        self.assertEqual(result.returncode, 3, result.stdout + result.stderr)
         self.assertIn("[refused] connection refused", result.stdout)
         result = run_cli(f"127.0.0.1:{port}")
-        self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+        self.assertEqual(result.returncode, 3, result.stdout + result.stderr)
         # The host's problem first, not robots.txt's.
         self.assertIn("[refused] connection refused (robots.txt unreachable)", result.stdout)
 
@@ -8195,8 +8378,46 @@ class CLITest(ServerTestCase):
         self.assertEqual(dict(by_url[site.url("/")], elapsed=None), {
             "url": site.url("/"), "status": 200, "reason": "OK", "content_type": "text/html",
             "charset": "utf-8", "size": len(site.routes["/"].body), "links": 3, "new_links": 3,
-            "redirect": None, "error": None, "error_kind": None, "tries": 1, "elapsed": None,
-            "depth": 0, "referrer": None, "via": "root"})
+            "redirect": None, "error": None, "error_kind": None, "failed": False, "tries": 1,
+            "elapsed": None, "depth": 0, "referrer": None, "via": "root", "linked_from": None,
+            "referrers": None})
+        self.assertEqual((by_url[site.url("/missing")]["failed"],
+                          by_url[site.url("/missing")]["linked_from"],
+                          by_url[site.url("/missing")]["referrers"]), (True, 1, [site.url("/")]))
+
+    def test_output_dash_writes_json_lines_to_stdout_and_the_report_to_stderr(self):
+        site = self.site({"/": html_page("/a", "/missing"), "/a": html_page()})
+        result = run_cli("-o", "-", site.url())
+        self.assertEqual(result.returncode, 1, result.stderr)
+        rows = [json.loads(line) for line in result.stdout.splitlines()]
+        self.assertEqual(sorted(row["url"] for row in rows),
+                         [site.url("/"), site.url("/a"), site.url("/missing")])
+        self.assertEqual([row["failed"] for row in rows if row["url"] == site.url("/missing")],
+                         [True])
+        self.assertEqual(result.stderr.splitlines()[-1],
+                         "Pages:    2 (HTML documents fetched with status 200)")
+        self.assertIn(f"404 {site.url('/missing')}  text/plain  9 bytes", result.stderr)
+        status, stdout, stderr = run_main(["-q", "-o", "-", site.url()])
+        self.assertEqual((status, len(stdout.splitlines())), (1, 3))
+        self.assertIn("Failed:   1 URL (4xx 1)", stderr)
+
+    def test_help_documents_every_exit_status_and_returns_0(self):
+        status, stdout, stderr = run_main(["--help"])
+        self.assertEqual((status, stderr), (0, ""))
+        help_text = " ".join(stdout.split())
+        for text in ("0 all URLs fine", "1 some URL failed", "2 bad usage",
+                     "3 no root could be fetched (nothing crawled)", "130 interrupted",
+                     "143 terminated", "python3 crawl.py --max-pages 100 xkcd.com"):
+            self.assertIn(text, help_text)
+        self.assertIn("--max-size BYTES largest body kept, after decompression; 512K, 10M "
+                      "and 1G (1024-based) are understood", help_text)
+        self.assertEqual(crawl.build_parser().parse_args(["--max-size", "512K", "x.test"])
+                         .max_size, 512 * 1024)
+
+    def test_crawl_py_runs_as_a_program(self):
+        with open(CRAWL_PY, encoding="utf-8") as file:
+            self.assertEqual(file.readline(), "#!/usr/bin/env python3\n")
+        self.assertTrue(os.access(CRAWL_PY, os.X_OK), "crawl.py is executable")
 
     def interrupt(self, signum, expected_status):
         routes = {"/": html_page(*[f"/p{i}" for i in range(30)])}
@@ -8230,8 +8451,11 @@ class CLITest(ServerTestCase):
         self.assertGreaterEqual(len(finished), 2)
         for row in rows:
             self.assertEqual(list(row), list(crawl.RECORD_FIELDS))
-        for url in urls:  # the partial report lists every URL
-            self.assertIn(url, stdout)
+        for row in rows:  # the partial report lists every URL fetched, not the others
+            if row["error_kind"] == "interrupted":
+                self.assertNotIn(row["url"] + " ", stdout)
+            else:
+                self.assertIn(row["url"] + " ", stdout)
 
     def test_ctrl_c(self):
         self.interrupt(signal.SIGINT, 130)
@@ -8252,7 +8476,7 @@ class CLIUserFeedbackTest(ServerTestCase):
         self.assertEqual(lines[0], f"404 {site.url('/gone')}  text/plain  9 bytes"
                                    f"  <- linked from {site.url('/')} and 1 other page")
         self.assertEqual(lines[1], "")
-        self.assertEqual(lines[2], "Status:   2xx 2, 4xx 1")
+        self.assertEqual(lines[2], "Statuses: 2xx 2, 4xx 1 (HTTP responses)")
         self.assertNotIn(site.url("/a"), result.stdout)
 
     def test_unwritable_output_stops_the_crawl_without_blaming_urls(self):
@@ -8275,6 +8499,16 @@ class CLIUserFeedbackTest(ServerTestCase):
         self.assertEqual(result.stdout.count("\n"), 1)
         self.assertEqual(result.stderr, "")
 
+    def test_a_closed_stdout_pipe_stops_a_crawl_writing_records_there(self):
+        site = self.site({"/": html_page(*[f"/p{i}-{'x' * 200}" for i in range(400)])})
+        command = f"{sys.executable} {CRAWL_PY} -q --no-robots -o - {site.url()} | head -n 1"
+        result = subprocess.run(["sh", "-c", command], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, universal_newlines=True, timeout=30)
+        self.assertEqual(json.loads(result.stdout)["url"], site.url())
+        self.assertNotIn("Traceback", result.stderr)
+        self.assertNotIn("ERROR", result.stderr)
+        self.assertIn("INTERRUPTED: ", result.stderr)
+
     def test_usage_errors_say_what_is_wrong(self):
         cases = {
             "localhost:abc": "invalid port 'abc'",
@@ -8285,11 +8519,9 @@ class CLIUserFeedbackTest(ServerTestCase):
         }
         for root, message in cases.items():
             with self.subTest(root=root):
-                stderr = io.StringIO()
-                with contextlib.redirect_stderr(stderr), self.assertRaises(SystemExit) as caught:
-                    crawl.main([root])
-                self.assertEqual(caught.exception.code, 2)
-                self.assertIn(message, stderr.getvalue().splitlines()[-1])
+                status, _, stderr = run_main([root])
+                self.assertEqual(status, 2)
+                self.assertIn(message, stderr.splitlines()[-1])
         self.assertEqual(crawl.parse_root("localhost:"), "http://localhost/")
         # Read as the URL Standard reads it: any number of slashes before the host.
         self.assertEqual(crawl.parse_root("http:/localhost:8123"), "http://localhost:8123/")
@@ -8300,17 +8532,13 @@ class CLIUserFeedbackTest(ServerTestCase):
             not_pem.write("not a certificate\n")
             not_pem.flush()
             cases = [(["--cafile", not_pem.name], "not a readable PEM file"),
-                     (["-o", "-"], "--output needs a file name"),
                      (["--exclude", ""], "matches every URL"),
                      (["--exclude", "x*"], "matches every URL")]
             for args, message in cases:
                 with self.subTest(args=args):
-                    stderr = io.StringIO()
-                    with contextlib.redirect_stderr(stderr), \
-                            self.assertRaises(SystemExit) as caught:
-                        crawl.main(args + ["localhost:9"])
-                    self.assertEqual(caught.exception.code, 2)
-                    self.assertIn(message, stderr.getvalue().splitlines()[-1])
+                    status, _, stderr = run_main(args + ["localhost:9"])
+                    self.assertEqual(status, 2)
+                    self.assertIn(message, stderr.splitlines()[-1])
 
     def test_verbose_logs_robots_and_fetches_and_leaves_logging_as_it_was(self):
         site = self.site({"/": html_page("/a"), "/a": html_page()})
@@ -8326,6 +8554,41 @@ class CLIUserFeedbackTest(ServerTestCase):
         self.assertEqual((crawl.logger.level, crawl.logger.propagate, crawl.logger.handlers),
                          before)
 
+    def test_log_lines_carry_the_elapsed_time_and_no_trailing_space(self):
+        site = self.site({"/": html_page("/a"), "/a": html_page()})
+        status, _, stderr = run_main(["-vv", "-q", site.url()])
+        self.assertEqual(status, 0, stderr)
+        lines = stderr.splitlines()
+        self.assertTrue(lines)
+        for line in lines:
+            self.assertRegex(line, r"^\[\d+\.\ds\] (INFO|DEBUG) \S")
+            self.assertEqual(line, line.rstrip())
+        self.assertTrue(any(re.fullmatch(rf"\[\d+\.\ds\] DEBUG 200 {re.escape(site.url('/a'))}",
+                                         line) for line in lines), stderr)
+
+    def test_a_delay_that_holds_urls_back_is_said_without_verbose(self):
+        site = self.site({"/": html_page("/a", "/b"), "/a": html_page(), "/b": html_page()})
+        status, _, stderr = run_main(["--delay", "0.2", "--no-robots", site.url()])
+        self.assertEqual((status, stderr.split("] ", 1)[-1]),
+                         (0, "INFO --delay sets 0.2 s between requests to 127.0.0.1: at most "
+                             "300 URLs a minute from it\n"))
+        status, _, stderr = run_main(["-q", "--delay", "0.2", "--no-robots", site.url()])
+        self.assertEqual((status, stderr), (0, ""))
+
+    def test_verbose_keeps_the_progress_line_on_a_terminal(self):
+        site = self.site({"/": html_page("/a"), "/a": slow_route(0.6, html_page())})
+
+        class Terminal(io.StringIO):
+            def isatty(self):
+                return True
+
+        terminal = Terminal()
+        with contextlib.redirect_stderr(terminal), contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(crawl.main(["-v", site.url()]), 0)
+        text = terminal.getvalue()
+        self.assertIn("\r1 done, 0 queued, 1 on the wire, 0 waiting, 0 failed, ", text)
+        self.assertIn(f"\r\x1b[K[0.0s] INFO robots.txt for {site.origin}: 0 rules\n", text)
+
     def test_an_on_record_callback_that_raises_is_not_the_urls_fault(self):
         site = self.site({"/": html_page("/a"), "/a": html_page()})
 
@@ -8337,6 +8600,34 @@ class CLIUserFeedbackTest(ServerTestCase):
         self.assertEqual([(r.url, r.status, r.error) for r in records],
                          [(site.url("/"), 200, None), (site.url("/a"), 200, None)])
         self.assertEqual(len(logs.records), 2)
+
+
+class CLIProgressTest(LoopTestCase):
+    """Feedback while the crawl runs: the progress line's words, the status
+    line logged off a terminal."""
+
+    def test_progress_says_what_is_on_the_wire_and_what_waits(self):
+        crawler = crawl.Crawler("http://example.test/", client=FakeClient({}))
+        crawler.started, crawler.finished = 1000.0, 1004.0
+        crawler.in_progress, crawler.fetching, crawler.fetches_started = 10, 1, 2
+        self.assertEqual(crawl.progress_text(crawler),
+                         "0 done, 0 queued, 1 on the wire, 9 waiting, 0 failed, 0.5 fetches/s")
+
+    @virtual_clock
+    def test_verbose_off_a_terminal_logs_a_status_line_every_10_seconds(self):
+        crawler = crawl.Crawler("http://example.test/", client=FakeClient({}))
+        crawler.started = self.loop.time()
+        status = crawl.StatusLog(crawler)
+
+        def run_for_25_seconds():
+            status.start()
+            yield from crawl.sleep(25)
+            status.stop()
+
+        with self.assertLogs("crawl", "INFO") as logs:
+            self.run_co(run_for_25_seconds(), 60)
+        self.assertEqual([record.getMessage() for record in logs.records], [
+            "status: 0 done, 0 queued, 0 on the wire, 0 waiting, 0 failed, 0 fetches/s"] * 2)
 
 
 class FaultSubprocessTest(ServerTestCase):
@@ -8413,8 +8704,8 @@ class FaultSubprocessTest(ServerTestCase):
         for i in range(20):
             want[site.url(f"/p{i}")] = (200, None) if i < 10 else (None, "interrupted")
         self.assertEqual(got, want)
-        for url in want:  # the report lists every URL too
-            self.assertIn(url, stdout)
+        for url, (status, _) in want.items():  # the report lists every URL fetched
+            self.assertEqual(url + " " in stdout, status is not None, url)
 
     def test_sigkill_leaves_whole_lines_and_every_finished_record(self):
         site = self._blocking_site()
@@ -8575,6 +8866,133 @@ class BadInputTest(unittest.TestCase):
                 result = run_cli(*args, timeout=30)
                 self.assertEqual(result.stdout, "")
                 self.assert_usage_error(result.returncode, result.stderr, *fragments)
+
+
+def readme_blocks():
+    """The fenced code blocks of README.md: [(language, text)]."""
+    with open(os.path.join(HERE, "README.md"), encoding="utf-8") as file:
+        return re.findall(r"^```(\w*)\n(.*?)^```$", file.read(), re.M | re.S)
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ReadmeSnippetTest(unittest.TestCase):
+    """Every fenced block of README.md, run as a user would: the http.server
+    command serves a small site with one broken link, the shell commands
+    and the library code crawl it (localhost:8000 and xkcd.com become that
+    server), and the sample report is what the crawl prints, but for the
+    numbers (sizes, times)."""
+
+    SITE = {
+        "index.html": '<!doctype html><title>Home</title><a href="about.html">About</a> '
+                      '<a href="docs/">Docs</a> <a href="missing.html">Old page</a> '
+                      '<a href="https://example.com/">elsewhere</a>',
+        "about.html": '<!doctype html><title>About</title><a href="/">Home</a> '
+                      '<a href="missing.html">Old page</a>',
+        "docs/index.html": '<!doctype html><title>Docs</title><a href="guide.html">Guide</a>',
+        "docs/guide.html": '<!doctype html><title>Guide</title>'
+                           '<a href="../missing.html">Old page</a>',
+    }
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="crawl-test-readme-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
+        cls.site_dir = os.path.join(cls.tmp, "site")
+        for name, text in cls.SITE.items():
+            path = os.path.join(cls.site_dir, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as file:
+                file.write(text)
+        cls.work = os.path.join(cls.tmp, "work")
+        os.mkdir(cls.work)
+        cls.blocks = readme_blocks()
+        cls.port = free_port()
+        serve = cls.blocks[1][1].strip()
+        command = cls.substitute(cls, serve).replace("/path/to/some/html", cls.site_dir)
+        server = subprocess.Popen(command, shell=True, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, start_new_session=True)
+        cls.addClassCleanup(server.wait, 10)
+        cls.addClassCleanup(os.killpg, server.pid, signal.SIGTERM)
+
+        def listening():
+            with socket.socket() as sock:
+                return sock.connect_ex(("127.0.0.1", cls.port)) == 0
+
+        wait_until(listening, what="the README's http.server")
+
+    def test_the_blocks_are_the_ones_this_test_runs(self):
+        self.assertEqual([language for language, _ in self.blocks],
+                         ["sh", "sh", "sh", "text", "sh", "sh", "sh", "python"])
+        self.assertTrue(self.blocks[1][1].startswith("python3 -m http.server "))
+
+    def substitute(self, text):
+        """The README's text with its host names and commands made local."""
+        return (text.replace("localhost:8000", f"127.0.0.1:{self.port}")
+                .replace("xkcd.com", f"127.0.0.1:{self.port}")
+                .replace(" 8000", f" {self.port}")
+                .replace("python3 crawl.py", "PYTHON " + CRAWL_PY)
+                .replace("python3 ", "PYTHON ").replace("PYTHON ", sys.executable + " "))
+
+    def run_shell(self, block):
+        return subprocess.run(self.substitute(block), shell=True, cwd=self.work,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, timeout=60)
+
+    def test_the_sample_report_is_what_the_crawl_prints(self):
+        crawl_command, sample = self.blocks[2][1], self.blocks[3][1]
+        result = self.run_shell(crawl_command)
+        self.assertEqual(result.returncode, 1, result.stderr)
+
+        def shape(text):  # sizes and times vary with the files and the machine
+            return re.sub(r"\d+(\.\d+)?", "N", self.substitute(text)).split("\n")
+
+        self.assertEqual(shape(result.stdout), shape(sample))
+        self.assertEqual(result.stderr, "")
+
+    def test_the_first_example_and_the_recipes(self):
+        urls = {f"http://127.0.0.1:{self.port}{path}" for path in
+                ("/", "/about.html", "/docs/", "/docs/guide.html", "/missing.html")}
+        first = self.run_shell(self.blocks[0][1])
+        self.assertEqual(first.returncode, 1, first.stderr)
+        self.assertIn("URLs:     5 in ", first.stdout)
+        link_check = self.run_shell(self.blocks[4][1])
+        self.assertEqual(link_check.returncode, 1, link_check.stderr)
+        self.assertTrue(link_check.stdout.startswith(
+            f"404 http://127.0.0.1:{self.port}/missing.html "), link_check.stdout)
+        with_jq, with_python = self.blocks[5][1], self.blocks[6][1]
+        if shutil.which("jq"):
+            listed = self.run_shell(with_jq)
+            self.assertEqual((listed.returncode, listed.stderr), (0, ""))
+            self.assertEqual(set(listed.stdout.split()), urls)
+        failed = self.run_shell(with_python)
+        self.assertEqual((failed.returncode, failed.stderr), (0, ""))
+        # The pages known to link to it when it failed: one at least.
+        origin = f"http://127.0.0.1:{self.port}"
+        missing, *referrers = failed.stdout.split()
+        self.assertEqual(missing, f"{origin}/missing.html")
+        self.assertTrue(referrers, failed.stdout)
+        self.assertEqual(referrers, sorted(referrers))
+        self.assertLessEqual(set(referrers), {f"{origin}/", f"{origin}/about.html",
+                                              f"{origin}/docs/guide.html"})
+
+    def test_the_library_example(self):
+        code = self.substitute(self.blocks[7][1])
+        result = subprocess.run([sys.executable, "-c", code], cwd=self.work,
+                                env=dict(os.environ, PYTHONPATH=HERE), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        origin = f"http://127.0.0.1:{self.port}"
+        lines = result.stdout.splitlines()
+        self.assertEqual(lines[0], f"{origin}/missing.html 404 None linked from "
+                                   f"['{origin}/', '{origin}/about.html', "
+                                   f"'{origin}/docs/guide.html']")
+        self.assertEqual(lines[-1], f"(200, 'text/html', {len(self.SITE['index.html'])})")
+        self.assertEqual(len(read_jsonl(os.path.join(self.work, "links.jsonl"))), 5)
 
 
 # ---------------------------------------------------------------------------
