@@ -80,7 +80,7 @@ __all__ = [
     # URLs and HTTP (sections 5-6).
     "InvalidURL", "normalize_url", "split_url", "parse_root", "resolve_location",
     "Client", "fetch", "Response", "Fields", "HTTPError", "ProtocolError", "BodyTooLarge",
-    "TruncatedBody", "ContentDecodingError", "read_response",
+    "DecompressionBomb", "TruncatedBody", "ContentDecodingError", "read_response",
     # Links, robots.txt, the crawler and the command line (sections 7-10).
     "extract_links", "RobotsRules", "Crawler", "Record", "crawl", "main",
     # The vocabularies.
@@ -192,6 +192,14 @@ OPTIONS = (
     # Scope.
     Option("lenient", "--lenient", False, "crawler", SWITCH, None,
            "also crawl subdomains of the roots' hosts", shown="off"),
+    Option("external", "--external", False, "crawler", SWITCH, None,
+           "check each off-site http(s) link once (HEAD, then GET if HEAD fails); "
+           "never crawl it", shown="off"),
+    Option("external_timeout", None, 10.0, "crawler",
+           help="--timeout for an off-site link: a dead host should not hold a worker for long"),
+    Option("external_tries", None, 2, "crawler",
+           help="--max-tries for an off-site link: one retry for a blip; its owner is not ours "
+                "to hammer"),
     Option("exclude", "--exclude", (), "crawler", REPEAT, "REGEX",
            "skip URLs matching REGEX (repeatable)", shown="none"),
     Option("robots", "--no-robots", True, "crawler", SWITCH, None,
@@ -262,12 +270,16 @@ ERROR_KINDS = {
     "reset": ErrorKind(True, True, "the server closed or reset the connection early"),
     "network": ErrorKind(True, True, "another network error"),
     "protocol": ErrorKind(True, False, "the response is not valid HTTP/1.x"),
-    "too_large": ErrorKind(True, False, "the body is larger than --max-size"),
+    "too_large": ErrorKind(True, False, "a compressed body decodes past --max-size at over "
+                           "100:1 (a decompression bomb)"),
     "truncated": ErrorKind(True, True, "the connection ended before the whole body"),
     "decoding": ErrorKind(True, False, "the gzip or deflate body could not be decoded"),
     "redirect_limit": ErrorKind(True, False, "a redirect loop, or more than --max-redirect"),
     "invalid_url": ErrorKind(True, False, "a link or Location that is not a valid URL"),
     "internal": ErrorKind(True, False, "a bug in crawl.py; the crawl goes on"),
+    # Fetched, but not all of it: not a failure.
+    "cut_short": ErrorKind(False, False, "an HTML page larger than --max-size: its links "
+                           "were taken from the first --max-size bytes"),
     # Not fetched by choice: not failures.
     "robots": ErrorKind(False, False, "disallowed by robots.txt"),
     "max_depth": ErrorKind(False, False, "deeper than --max-depth"),
@@ -275,7 +287,8 @@ ERROR_KINDS = {
     "interrupted": ErrorKind(False, False, "the crawl was interrupted first"),
 }
 
-NOT_FETCHED_KINDS = tuple(kind for kind, about in ERROR_KINDS.items() if not about.failure)
+NOT_FETCHED_KINDS = tuple(kind for kind, about in ERROR_KINDS.items()
+                          if not about.failure and kind != "cut_short")
 
 RECORD_FIELDS = {
     "url": "the normalized URL (userinfo is never kept)",
@@ -283,7 +296,9 @@ RECORD_FIELDS = {
     "reason": 'reason phrase; "" when there was no response',
     "content_type": 'media type of the response, lower case; "" when none',
     "charset": "charset parameter of the response; null when none",
-    "size": "body bytes after transfer and content decoding",
+    "size": "body bytes read, after transfer and content decoding (only HTML and CSS "
+            "bodies are read)",
+    "content_length": "the Content-Length field; null when there was none",
     "links": "distinct links found on the page",
     "new_links": "how many of those links were queued",
     "redirect": "the Location target of a redirect, else null",
@@ -1933,6 +1948,12 @@ def parse_root(text):
 
 MAX_FIELD_SECTION_BYTES = 64 * 1024  # a response head (status lines, fields); trailers
 MAX_FIELD_COUNT = 200
+# A body not wanted (read_body said no) is read and dropped when at most
+# this much of it is left, to keep the connection; a longer one closes it.
+DRAIN_LIMIT = 64 * 1024
+# gzip makes HTML 3 to 15 times smaller; a body that decodes past max_size at
+# more than this ratio is a decompression bomb, not a large page.
+MAX_COMPRESSION_RATIO = 100
 IDEMPOTENT_METHODS = {"GET", "HEAD"}
 
 
@@ -1962,6 +1983,13 @@ class ProtocolError(HTTPError):
 class BodyTooLarge(HTTPError):
     """The body is longer than the client's max_size; the partial
     response holds the first max_size bytes."""
+
+    kind = "too_large"
+
+
+class DecompressionBomb(BodyTooLarge):
+    """A compressed body that decodes past max_size at more than
+    MAX_COMPRESSION_RATIO to 1."""
 
     kind = "too_large"
 
@@ -2039,10 +2067,11 @@ class Response:
     it, status line and fields included), truncated (bool: the body is
     partial; only seen on the response attached to an HTTPError), elapsed
     (float seconds from the start of the fetch, connecting included, to
-    the end of the body)."""
+    the end of the body), body_read (bool: False when read_body declined
+    the body), content_length (int or None: the Content-Length field)."""
 
     __slots__ = ("url", "status", "reason", "http_version", "headers", "body",
-                 "wire_bytes", "truncated", "elapsed")
+                 "wire_bytes", "truncated", "elapsed", "body_read", "content_length")
 
     def __init__(self, url, status, reason, http_version, headers, body=b""):
         self.url = url
@@ -2054,6 +2083,8 @@ class Response:
         self.wire_bytes = 0
         self.truncated = False
         self.elapsed = 0.0
+        self.body_read = True
+        self.content_length = None
 
     def __repr__(self):
         return f"<Response {self.status} {self.url} {len(self.body)} bytes>"
@@ -2253,6 +2284,7 @@ class ContentDecoder:
         self._undecided = b""  # deflate: input kept until zlib vs raw is known
         self._fed = False  # whether any compressed byte arrived
         self._trailing_junk = False  # bytes after the last gzip member
+        self.consumed = 0  # compressed bytes decoded so far (the bomb ratio)
         if self.coding in ("gzip", "x-gzip"):
             self._decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
 
@@ -2271,6 +2303,7 @@ class ContentDecoder:
         except zlib.error as error:
             raise ContentDecodingError(f"cannot decode {self.coding} body: {error}",
                                        self.url) from None
+        self.consumed += len(data) - len(self._decompressor.unconsumed_tail)
         rest = self._next_gzip_member()
         while rest and len(decoded) <= room:
             try:
@@ -2305,6 +2338,12 @@ class ContentDecoder:
         except zlib.error:
             self._decompressor = zlib.decompressobj(-zlib.MAX_WBITS)
         return data
+
+    def is_bomb(self):
+        """Whether a body cut at max_size decoded at more than
+        MAX_COMPRESSION_RATIO to 1."""
+        return (self.coding is not None and self.too_large
+                and len(self.body) > MAX_COMPRESSION_RATIO * self.consumed)
 
     def _keep(self, data):
         room = self.max_size - len(self.body)
@@ -2394,11 +2433,17 @@ def _read_chunked_body(stream, decoder, url):
     return "complete"
 
 
-def read_response(stream, method, url, max_body_size=DEFAULT_MAX_BODY_SIZE):
+def read_response(stream, method, url, max_body_size=DEFAULT_MAX_BODY_SIZE, read_body=None):
     """Read one response from stream (a coroutine).
 
+    read_body: None to read every body, or a function of the Response
+    (head only) that says whether to read its body; a body not read is
+    drained when short (DRAIN_LIMIT) and otherwise leaves the connection
+    to be closed, and the Response has body_read False.
+
     Returns (Response, reusable): reusable says whether the connection may
-    carry another request. Raises ProtocolError, BodyTooLarge,
+    carry another request. Raises ProtocolError, BodyTooLarge (with the
+    first max_body_size bytes of the body; DecompressionBomb for a bomb),
     TruncatedBody, ContentDecodingError (each with the partial response
     when the head had arrived), IncompleteReadError when the connection
     closes before a complete head, and OSError / TimeoutError from the
@@ -2408,13 +2453,18 @@ def read_response(stream, method, url, max_body_size=DEFAULT_MAX_BODY_SIZE):
     response = Response(url, status, reason, version, fields)
     decoder = None
     try:
+        try:
+            response.content_length = _content_length(fields, url)
+        except ProtocolError:
+            pass  # body_framing says whether that matters for this response
         framing, length, reusable = body_framing(method, status, fields, url)
-        if length is not None and length > max_body_size:
-            raise BodyTooLarge(f"Content-Length {length} exceeds the limit of "
-                               f"{max_body_size} bytes", url)
+        if framing != "none" and read_body is not None and not read_body(response):
+            response.body_read = False
+            reusable = reusable and (yield from _drain_body(stream, framing, length, url))
+            framing = "none"
         # A response with no body (HEAD, 204, 304, a redirect with
         # Content-Length: 0) has nothing to decode, whatever its encoding says.
-        coding = fields.get("content-encoding") if length != 0 else None
+        coding = fields.get("content-encoding") if length != 0 and framing != "none" else None
         decoder = ContentDecoder(coding, max_body_size, url)
         if framing == "none":
             outcome = "complete"
@@ -2434,8 +2484,14 @@ def read_response(stream, method, url, max_body_size=DEFAULT_MAX_BODY_SIZE):
         response.wire_bytes = stream.bytes_received - stream.buffered() - received_before
     if outcome != "complete":
         response.truncated = True
+        if outcome == "too_large" and decoder.is_bomb():
+            raise DecompressionBomb(f"decoded body exceeds the limit of {max_body_size} bytes "
+                                    f"from {decoder.consumed} compressed bytes", url, response)
         if outcome == "too_large":
-            raise BodyTooLarge(f"body exceeds the limit of {max_body_size} bytes", url, response)
+            declared = f"Content-Length {length}" if framing == "length" and length > max_body_size \
+                else "body"
+            raise BodyTooLarge(f"{declared} exceeds the limit of {max_body_size} bytes",
+                               url, response)
         raise TruncatedBody(f"connection closed after {len(response.body)} of the body's bytes"
                             + (f" (Content-Length {length})" if framing == "length" else ""),
                             url, response)
@@ -2444,6 +2500,24 @@ def read_response(stream, method, url, max_body_size=DEFAULT_MAX_BODY_SIZE):
     reusable = (reusable and framing != "close" and wants_keep_alive(version, fields)
                 and not stream.buffered() and not stream.at_eof())
     return response, reusable
+
+
+def _drain_body(stream, framing, length, url):
+    """Read and drop a body nobody wants when at most DRAIN_LIMIT bytes of
+    it are left; True when the connection is then ready for the next
+    response. A longer body, or one that runs until the server closes, is
+    not read at all: closing costs less than receiving it."""
+    discard = ContentDecoder(None, DRAIN_LIMIT, url)
+    if framing == "length" and length <= DRAIN_LIMIT:
+        outcome = yield from _read_length_body(stream, length, discard)
+    elif framing == "chunked":
+        try:
+            outcome = yield from _read_chunked_body(stream, discard, url)
+        except ProtocolError:  # a body we do not want is not worth an error
+            return False
+    else:
+        return False
+    return outcome == "complete"
 
 
 # Writing a request -------------------------------------------------------------
@@ -2603,10 +2677,12 @@ class Client:
             self._ssl_context = context
         return self._ssl_context
 
-    def fetch(self, url, method="GET", headers=None):
+    def fetch(self, url, method="GET", headers=None, read_body=None, time_limit=None):
         """Fetch url (str) with method "GET" or "HEAD"; return a Response.
 
-        headers: extra (name, value) pairs or a dict. Raises:
+        headers: extra (name, value) pairs or a dict; read_body: see
+        read_response (None reads every body); time_limit: this fetch's
+        timeout instead of the client's. Raises:
           ValueError            the URL is not http(s) or has no host
           socket.gaierror       the host name does not resolve
           OSError               connecting or sending failed
@@ -2622,18 +2698,19 @@ class Client:
         origin = (scheme, host, port)
         request = self._request_bytes(method, target, host_field(scheme, host, port), headers)
         started = get_event_loop().time()
+        how = (method, read_body)
         try:
-            with timeout(self.timeout):
+            with timeout(self.timeout if time_limit is None else time_limit):
                 stream = self.pool.get(origin)
                 if stream is not None:
                     try:
-                        return (yield from self._send_and_read(stream, origin, request, method,
+                        return (yield from self._send_and_read(stream, origin, request, how,
                                                                url, True, started))
                     except _StaleConnection:
                         logger.debug("%s: the server had closed the reused connection; "
                                      "retrying on a new one", url)
                 stream = yield from self._connect(origin)
-                return (yield from self._send_and_read(stream, origin, request, method, url,
+                return (yield from self._send_and_read(stream, origin, request, how, url,
                                                        False, started))
         except TimeoutError as error:
             raise TimeoutError(f"{url}: {error}") from None
@@ -2664,7 +2741,8 @@ class Client:
                      host_field(scheme, host, port), self.connections_opened)
         return stream
 
-    def _send_and_read(self, stream, origin, request, method, url, reused, started):
+    def _send_and_read(self, stream, origin, request, how, url, reused, started):
+        method, read_body = how
         self._active.add(stream)
         reusable = False
         received_before = stream.bytes_received
@@ -2672,7 +2750,7 @@ class Client:
             try:
                 yield from stream.write(request)
                 response, reusable = yield from read_response(stream, method, url,
-                                                              self.max_size)
+                                                              self.max_size, read_body)
             except (ConnectionResetError, BrokenPipeError, IncompleteReadError) as error:
                 nothing_received = stream.bytes_received == received_before
                 retry = reused and nothing_received and method in IDEMPOTENT_METHODS
@@ -2971,6 +3049,21 @@ class FrontierItem(collections.namedtuple(
 
 REDIRECT_STATUSES = (301, 302, 303, 307, 308)
 RETRY_STATUSES = (429, 503)
+# The bodies the crawler reads: pages and stylesheets, for their links. Any
+# other response is read up to the end of its head (status, type, length).
+BODY_TYPES = HTML_TYPES + ("text/css",)
+# Off-site links are checked at most this many at a time per host.
+EXTERNAL_PER_HOST = 2
+
+
+def wants_body(response):
+    """The crawler's read_body: only a 200 page or stylesheet is read."""
+    return response.status == 200 and response.content_type in BODY_TYPES
+
+
+def no_body(response):
+    """The read_body of a GET that stops after the head."""
+    return False
 
 
 
@@ -2987,6 +3080,7 @@ class Record:
         self.content_type = ""
         self.charset = None
         self.size = 0
+        self.content_length = None
         self.links = 0
         self.new_links = 0
         self.redirect = None
@@ -3013,8 +3107,9 @@ class Record:
 
     @property
     def is_page(self):
-        """An HTML page fetched with status 200."""
-        return self.status == 200 and self.content_type in HTML_TYPES and self.error is None
+        """An HTML page fetched with status 200 (all of it, or cut short)."""
+        return (self.status == 200 and self.content_type in HTML_TYPES
+                and (self.error is None or self.error_kind == "cut_short"))
 
 
 def describe_error(error):
@@ -3091,7 +3186,8 @@ class Crawler:
     roots: URLs or host names ("xkcd.com", "http://host:8000/path").
     Options: the keywords of OPTIONS for the "crawler" (max_tasks,
     max_redirect, max_tries, max_pages, max_depth, delay, backoff,
-    max_retry_after, lenient, exclude, robots) and for the "client" (passed
+    max_retry_after, lenient, external, external_timeout, external_tries,
+    exclude, robots) and for the "client" (passed
     to the Client it makes), with the defaults and meanings given there;
     times in seconds, sizes in bytes. Besides those, on_record is a
     function(Record) called as each URL finishes, and client a Client to
@@ -3122,6 +3218,11 @@ class Crawler:
         self.max_depth = settings["max_depth"]
         self.delay = settings["delay"]
         self.lenient = settings["lenient"]
+        self.external = settings["external"]
+        self.external_timeout = settings["external_timeout"]  # never longer than --timeout
+        self.external_tries = settings["external_tries"]
+        if self.external_tries < 1:
+            raise ValueError("external_tries must be at least 1")
         self.exclude = [re.compile(pattern) if isinstance(pattern, str) else pattern
                         for pattern in settings["exclude"]]
         self.robots = settings["robots"]
@@ -3134,6 +3235,8 @@ class Crawler:
             raise TypeError(f"Crawler() got client options {sorted(client_options)} "
                             "and a client")
         self.client = client
+        if getattr(client, "timeout", None) is not None:
+            self.external_timeout = min(self.external_timeout, client.timeout)
         self.scope_hosts = set()
         self._scope_by_authority = {}
         for root in self.roots:
@@ -3149,6 +3252,8 @@ class Crawler:
         self.in_progress = 0  # URLs taken from the frontier and not finished
         self.fetching = 0  # of those, the ones with a request on the wire
         self.fetches_started = 0
+        self.offsite_unchecked = set()  # off-site links seen without --external
+        self._host_slots = {}  # off-site host -> [fetches running, Futures waiting]
         self.interrupted = False
         self.started = self.finished = None
         self._workers = []
@@ -3159,12 +3264,26 @@ class Crawler:
         """Whether url is on the roots' hosts (with or without "www."; any
         subdomain when lenient) and matches no exclude pattern. Scheme and
         port do not matter."""
+        return self.on_site(url) and not self._excluded(url)
+
+    def on_site(self, url):
+        """Whether url is on the roots' hosts, excluded or not."""
         authority = url.split("/", 3)[2]
         in_scope = self._scope_by_authority.get(authority)
         if in_scope is None:
             in_scope = self._host_in_scope(split_authority(authority)[0])
             self._scope_by_authority[authority] = in_scope
-        return in_scope and not any(pattern.search(url) for pattern in self.exclude)
+        return in_scope
+
+    def _excluded(self, url):
+        return any(pattern.search(url) for pattern in self.exclude)
+
+    def _add_to_scope(self, url):
+        """A root redirected to another host: the user asked for that site."""
+        host = _without_www(url_host(url))
+        self.scope_hosts.update((host, "www." + host))
+        self._scope_by_authority.clear()
+        logger.info("%s added to the scope: a root redirects there", host)
 
     def _host_in_scope(self, host):
         return host in self.scope_hosts or (self.lenient and any(
@@ -3268,11 +3387,12 @@ class Crawler:
             return self._not_fetched(record, "max_pages",
                                      f"not fetched: --max-pages {self.max_pages} reached")
         origin = url_origin(url)
+        off_site = not self.on_site(url)  # an off-site link checked with --external
         state = self.origins.get(origin)
         if state is None:
             state = self.origins[origin] = _OriginState(origin[1])
         if self.robots:
-            rules = yield from self._robots_rules(origin, state)
+            rules = yield from self._robots_rules(origin, state, off_site)
             if not rules.can_fetch(url_target(url)):
                 return self._not_fetched(record, rules.error_kind,
                                          rules.reason or "blocked by robots.txt")
@@ -3283,7 +3403,10 @@ class Crawler:
         self.fetches_started += 1
         started = get_event_loop().time()
         try:
-            yield from self._fetch_and_follow(item, record, state)
+            if off_site:
+                yield from self._check_off_site(url, record, state)
+            else:
+                yield from self._fetch_and_follow(item, record, state)
         finally:  # also when following the links fails: the record says how long
             record.elapsed = round(get_event_loop().time() - started, 6)
         logger.debug("%s %s %s", record.status or "---", url, record.error or "")
@@ -3291,11 +3414,20 @@ class Crawler:
 
     def _fetch_and_follow(self, item, record, state):
         try:
-            response = yield from self._fetch_with_retries(item.url, record, state)
+            response = yield from self._fetch_with_retries(item.url, record, state,
+                                                           read_body=wants_body)
         except Exception as error:
             record.error_kind, record.error = describe_error(error)
-            if isinstance(error, HTTPError) and error.response is not None:
-                self._take_response_facts(record, error.response)
+            response = error.response if isinstance(error, HTTPError) else None
+            if response is not None:
+                self._take_response_facts(record, response)
+            if (type(error) is BodyTooLarge and response.status == 200
+                    and record.content_type in HTML_TYPES):
+                # A large page is not broken: its links are in the part read.
+                record.error_kind = "cut_short"
+                record.error = (f"cut short: larger than --max-size; links taken from "
+                                f"its first {len(response.body)} bytes")
+                self._follow_links(record, response, item.depth)
         else:
             self._take_response_facts(record, response)
             if response.status in REDIRECT_STATUSES and response.location:
@@ -3309,35 +3441,94 @@ class Crawler:
         record.content_type = response.content_type
         record.charset = response.charset
         record.size = len(response.body)
+        record.content_length = response.content_length
+
+    # Skip on first reading: off-site links (--external).
+    def _check_off_site(self, url, record, state):
+        """One check of an off-site link, never crawled further: HEAD, and
+        when HEAD answers an error status (some servers refuse HEAD with
+        403, 404, 405 or 501 and answer GET with 200) or an invalid
+        response, one GET that stops after the head decides. At most
+        EXTERNAL_PER_HOST checks run at once per host."""
+        yield from self._take_host_slot(state.host)
+        try:
+            try:
+                response = yield from self._fetch_with_retries(url, record, state, "HEAD",
+                                                               off_site=True)
+                if response.status >= 400:
+                    response = None
+            except HTTPError:
+                response = None
+            if response is None:
+                response = yield from self._fetch_with_retries(url, record, state, "GET",
+                                                               no_body, off_site=True)
+        except Exception as error:
+            record.error_kind, record.error = describe_error(error)
+            if isinstance(error, HTTPError) and error.response is not None:
+                self._take_response_facts(record, error.response)
+        else:
+            self._take_response_facts(record, response)
+            if response.status in REDIRECT_STATUSES and response.location:
+                try:  # say where it goes; an off-site link is not followed
+                    record.redirect = resolve_location(response.location, url)
+                except ValueError:
+                    pass
+                record.redirect = record.redirect or response.location.strip()
+        finally:
+            self._give_host_slot(state.host)
+
+    def _take_host_slot(self, host):
+        slots = self._host_slots.setdefault(host, [0, collections.deque()])
+        while slots[0] >= EXTERNAL_PER_HOST:
+            waiter = Future()
+            slots[1].append(waiter)
+            yield from waiter
+        slots[0] += 1
+
+    def _give_host_slot(self, host):
+        slots = self._host_slots[host]
+        slots[0] -= 1
+        while slots[1]:
+            waiter = slots[1].popleft()
+            if not waiter.done():  # a cancelled waiter gave up its turn
+                waiter.set_result(None)
+                break
 
     # Fetching ------------------------------------------------------------------
 
-    def _fetch_with_retries(self, url, record, state):
+    def _fetch_with_retries(self, url, record, state, method="GET", read_body=None,
+                            off_site=False):
         """Fetch url, retrying network errors, timeouts, 429 and 503 up to
         max_tries with exponential back-off (Retry-After honoured up to
         max_retry_after). Running out of file descriptors is waited out and
-        not counted as a try."""
+        not counted as a try. Off-site: external_tries and external_timeout
+        instead of max_tries and the client's timeout."""
+        max_tries = self.external_tries if off_site else self.max_tries
+        time_limit = self.external_timeout if off_site else None
         waited_for_descriptors = 0.0
+        tries = 0
         while True:
             yield from self._polite_wait(state)
+            tries += 1
             record.tries += 1
             try:
-                response = yield from self._fetch_once(url)
+                response = yield from self._fetch_once(url, method, read_body, time_limit)
             except Exception as error:
                 if _out_of_file_descriptors(error):
+                    tries -= 1
                     record.tries -= 1
                     delay = self._wait_for_descriptors(error, waited_for_descriptors)
                     waited_for_descriptors += delay
                     yield from sleep(delay)
                     continue
-                if record.tries >= self.max_tries or not _is_retryable(error):
+                if tries >= max_tries or not _is_retryable(error):
                     raise
-                delay = self.backoff * 2 ** (record.tries - 1)
+                delay = self.backoff * 2 ** (tries - 1)
                 logger.info("%s: %s; retrying in %.1f s", url, describe_error(error)[1], delay)
             else:
-                if response.status not in RETRY_STATUSES or record.tries >= self.max_tries:
+                if response.status not in RETRY_STATUSES or tries >= max_tries:
                     return response
-                delay = self.backoff * 2 ** (record.tries - 1)
+                delay = self.backoff * 2 ** (tries - 1)
                 retry_after = parse_retry_after(response.headers.get("retry-after"))
                 if retry_after is not None:
                     delay = min(retry_after, self.max_retry_after)
@@ -3345,10 +3536,13 @@ class Crawler:
             yield from sleep(delay)
 
     # Skip on first reading: running out of file descriptors.
-    def _fetch_once(self, url):
+    def _fetch_once(self, url, method, read_body, time_limit):
         self.fetching += 1  # a request on the wire (stats)
         try:
-            return (yield from self.client.fetch(url))
+            if read_body is None and time_limit is None:  # a Client of the caller's own
+                return (yield from self.client.fetch(url, method))
+            return (yield from self.client.fetch(url, method, read_body=read_body,
+                                                 time_limit=time_limit))
         finally:
             self.fetching -= 1
 
@@ -3379,13 +3573,13 @@ class Crawler:
                 return
             yield from sleep(next_slot - now)
 
-    def _robots_rules(self, origin, state):
+    def _robots_rules(self, origin, state, off_site=False):
         """The origin's RobotsRules, fetched once; concurrent workers share
         one fetch through a Future."""
         if state.robots is None:
             state.robots = Future()
             try:
-                rules = yield from self._fetch_robots(origin)
+                rules = yield from self._fetch_robots(origin, off_site)
                 logger.info("robots.txt for %s://%s: %s", origin[0],
                             host_field(*origin), rules.summary())
             except BaseException as error:
@@ -3399,7 +3593,7 @@ class Crawler:
             return rules
         return (yield from state.robots)
 
-    def _fetch_robots(self, origin):
+    def _fetch_robots(self, origin, off_site=False):
         """RFC 9309 §2.3.1: 2xx is parsed; up to 5 redirects are followed;
         4xx means no rules; 5xx, 429 or an unreachable server means
         everything is disallowed."""
@@ -3409,7 +3603,8 @@ class Crawler:
         for _ in range(6):
             record = Record(url)
             try:
-                response = yield from self._fetch_with_retries(url, record, _OriginState(None))
+                response = yield from self._fetch_with_retries(url, record, _OriginState(None),
+                                                               off_site=off_site)
             except BodyTooLarge as error:
                 response = error.response  # parse the part that arrived
             except Exception as error:
@@ -3456,9 +3651,14 @@ class Crawler:
             record.error_kind = "redirect_limit"
             record.error = (f"too many redirects (more than {self.max_redirect}): "
                             + " -> ".join(hops + (target,)))
-        elif self.in_scope(target):
-            if self._discover(target, item.redirects_left - 1, item.depth, record.url, hops):
-                record.new_links = 1
+        else:
+            if item.depth == 0 and not self.on_site(target) and not self._excluded(target):
+                self._add_to_scope(target)  # a root, or a redirect from one
+            if self.in_scope(target) or (self.external and not self._excluded(target)):
+                if self._discover(target, item.redirects_left - 1, item.depth, record.url, hops):
+                    record.new_links = 1
+            elif not self.on_site(target):
+                self.offsite_unchecked.add(target)
 
     def _follow_links(self, record, response, depth):
         body = response.body
@@ -3471,8 +3671,15 @@ class Crawler:
             self._invalid_link(raw, reason, record.url, depth + 1)
         seen = self.seen
         for link in links:  # a link seen before is only counted by _discover
-            if ((link in seen or self.in_scope(link))
-                    and self._discover(link, self.max_redirect, depth + 1, record.url)):
+            if link in seen or self.in_scope(link):
+                if self._discover(link, self.max_redirect, depth + 1, record.url):
+                    record.new_links += 1
+            elif self.on_site(link):
+                pass  # excluded
+            elif not self.external:
+                self.offsite_unchecked.add(link)
+            elif not self._excluded(link):  # checked once, never crawled
+                self._discover(link, 0, depth + 1, record.url)
                 record.new_links += 1
 
     # Skip on first reading: links that cannot be valid URLs.
@@ -3551,8 +3758,9 @@ def format_record(record, linking_pages=1):
     out of linking_pages in all)."""
     status = str(record.status) if record.status is not None else "---"
     line = f"{status:>3} {record.url}"
-    if record.status is not None:
-        line += f"  {record.content_type or '-'}  {record.size} bytes"
+    if record.status is not None:  # a body not read (not HTML or CSS): its Content-Length
+        size = record.size or record.content_length or 0
+        line += f"  {record.content_type or '-'}  {size} bytes"
         if record.links:
             line += f"  {record.new_links}/{record.links} new links"
     if record.redirect:
@@ -3593,6 +3801,13 @@ def summarize(crawler):
                                  or "no responses"))
     lines.append("Errors:   " + (_counts(errors) or "none"))
     lines.append("Unfetched: " + (_counts(not_fetched) or "none"))
+    cut_short = sum(record.error_kind == "cut_short" for record in records)
+    if cut_short:
+        lines.append(f"Cut short: {cut_short} HTML page{'' if cut_short == 1 else 's'} larger "
+                     "than --max-size, links taken from the part read")
+    if crawler.offsite_unchecked:
+        lines.append(f"Off-site: {len(crawler.offsite_unchecked)} off-site links not checked "
+                     "(--external checks them)")
     lines.append(f"Bytes:    {body_bytes} (decoded bodies)")
     lines.append(f"URLs:     {stats['urls']} in {stats['elapsed']:.2f} s, "
                  f"{stats['failed']} failed, {stats['pages_per_second']:.0f} pages/s")

@@ -1097,7 +1097,7 @@ class FakeClient:
         self.fetched = []
         self.closed = False
 
-    def fetch(self, url, method="GET", headers=None):
+    def fetch(self, url, method="GET", headers=None, read_body=None, time_limit=None):
         self.fetched.append(url)
         yield from crawl.sleep(0)
         page = self.pages.get(url)
@@ -1106,8 +1106,12 @@ class FakeClient:
         if page is None:
             page = Page("not found", status=404, content_type="text/plain")
         fields = crawl.Fields(page.headers + [("Content-Length", str(len(page.body)))])
-        return crawl.Response(url, page.status, http.HTTPStatus(page.status).phrase,
-                              "HTTP/1.1", fields, page.body)
+        response = crawl.Response(url, page.status, http.HTTPStatus(page.status).phrase,
+                                  "HTTP/1.1", fields, page.body)
+        response.content_length = len(page.body)
+        if method == "HEAD" or (read_body is not None and not read_body(response)):
+            response.body, response.body_read = b"", method == "HEAD"
+        return response
 
     def close(self):
         self.closed = True
@@ -3987,10 +3991,11 @@ class _HTTPPieceSocket:
 _HTTP_WAITS = "waits for more bytes"
 
 
-def _http_read(stream, method="GET", max_body_size=crawl.DEFAULT_MAX_BODY_SIZE, url=_HTTP_URL):
+def _http_read(stream, method="GET", max_body_size=crawl.DEFAULT_MAX_BODY_SIZE, url=_HTTP_URL,
+               read_body=None):
     """Run crawl.read_response on a stream over an _HTTPPieceSocket to its
     end: (Response, reusable), the exception raised, or _HTTP_WAITS."""
-    coro = crawl.read_response(stream, method, url, max_body_size)
+    coro = crawl.read_response(stream, method, url, max_body_size, read_body)
     try:
         coro.send(None)
     except StopIteration as stop:
@@ -4004,20 +4009,22 @@ def _http_read(stream, method="GET", max_body_size=crawl.DEFAULT_MAX_BODY_SIZE, 
     raise AssertionError("read_response waited for I/O on a stream that never blocks")
 
 
-def _http_feed(messages, method="GET", max_body_size=crawl.DEFAULT_MAX_BODY_SIZE, eof=True):
+def _http_feed(messages, method="GET", max_body_size=crawl.DEFAULT_MAX_BODY_SIZE, eof=True,
+               read_body=None):
     """Outcomes (see _http_read) of reading one response per message from
     one stream: messages is a list of piece lists; the pieces of a message
     arrive after the previous response was read (as a server answers each
     request), and EOF (if eof) after the last. Later messages are read
-    with GET; the reading stops at the first outcome that is not a
-    response."""
+    with GET and read whole; the reading stops at the first outcome that
+    is not a response."""
     sock = _HTTPPieceSocket()
     stream = crawl.Stream(sock)
     outcomes = []
     for number, pieces in enumerate(messages):
         sock.feed(pieces)
         sock.eof = eof and number == len(messages) - 1
-        outcomes.append(_http_read(stream, method if number == 0 else "GET", max_body_size))
+        outcomes.append(_http_read(stream, method if number == 0 else "GET", max_body_size,
+                                   read_body=read_body if number == 0 else None))
         if not isinstance(outcomes[-1], tuple):
             break
     return outcomes
@@ -4099,20 +4106,22 @@ def _http_summary(outcome):
 
 
 def _http_case(name, data, method="GET", max_body_size=crawl.DEFAULT_MAX_BODY_SIZE, eof=True,
-               then=(), **expect):
-    """One table row: data (the response bytes) read with method and
-    max_body_size, the connection closed after it (eof) or held open.
+               then=(), read_body=None, **expect):
+    """One table row: data (the response bytes) read with method,
+    max_body_size and read_body, the connection closed after it (eof) or
+    held open.
     then: (bytes, body) of responses that follow on the same connection,
     each after the one before was read (the connection is in sync).
 
     expect, for a response: status, reason, version, headers (the items),
     get ({name: headers.get(name)}), get_all ({name: list}), field_count,
-    body, body_has (a bytes fragment), content_type, charset, reusable,
+    body, body_has (a bytes fragment), content_type, charset, body_read,
+    content_length, reusable,
     wire_bytes ("all" for len(data)); for an error: error (the type), message (fragments of
     str(error)), kind, partial (the same keys, for error.response; None for
     no response)."""
     return {"name": name, "data": data, "method": method, "max_body_size": max_body_size,
-            "eof": eof, "then": list(then), "expect": expect}
+            "eof": eof, "then": list(then), "read_body": read_body, "expect": expect}
 
 
 def _http_check_response(test, response, expect, data, context):
@@ -4121,7 +4130,8 @@ def _http_check_response(test, response, expect, data, context):
         "version": lambda: response.http_version, "headers": lambda: response.headers.items(),
         "field_count": lambda: len(response.headers), "body": lambda: response.body,
         "wire_bytes": lambda: response.wire_bytes, "content_type": lambda: response.content_type,
-        "charset": lambda: response.charset,
+        "charset": lambda: response.charset, "body_read": lambda: response.body_read,
+        "content_length": lambda: response.content_length,
     }
     for key, value in expect.items():
         if key in checks:
@@ -4183,7 +4193,7 @@ def _http_check_table(test, cases):
     for case in cases:
         with test.subTest(case=case["name"]):
             messages = [case["data"]] + [sent for sent, _ in case["then"]]
-            args = (case["method"], case["max_body_size"], case["eof"])
+            args = (case["method"], case["max_body_size"], case["eof"], case["read_body"])
             whole = None
             for name, pieces in _http_feedings(messages):
                 outcomes = _http_feed(pieces, *args)
@@ -4196,7 +4206,7 @@ def _http_check_table(test, cases):
                         end = outcome[0].wire_bytes if isinstance(outcome, tuple) else None
                         if end is not None and end < len(messages[number]):
                             cut = [[m] for m in messages[:number]] + [[messages[number][:end]]]
-                            alone = _http_feed(cut, *args[:2], eof=False)[number]
+                            alone = _http_feed(cut, *args[:2], eof=False, read_body=args[3])[number]
                             unseen[number] = (end, _http_summary(alone))
                     continue
                 got = [_http_summary(outcome) for outcome in outcomes]
@@ -4569,7 +4579,7 @@ class HTTPBodyFramingTest(HTTPLayerTestCase):
             "conflicting lengths": (crawl.ProtocolError, b"Content-Length: 84\r\nContent-Length: 90\r\n\r\n"),
             "bad length": (crawl.ProtocolError, b"Content-Length: abc\r\n\r\n"),
             "br": (crawl.ContentDecodingError, b"Content-Encoding: br\r\nContent-Length: 4\r\n\r\nxxxx"),
-            "too large": (crawl.BodyTooLarge, b"Content-Length: 99999999\r\n\r\n"),
+            "too large": (crawl.BodyTooLarge, b"Content-Length: 99999999\r\n\r\n" + bytes((1 << 20) + 1)),
             "truncated": (crawl.TruncatedBody, b"Content-Length: 10\r\n\r\nabc"),
         }
         _http_check_table(self, [
@@ -4682,14 +4692,14 @@ class HTTPContentEncodingTest(HTTPLayerTestCase):
 # Limits --------------------------------------------------------------------------
 class HTTPBodySizeLimitTest(HTTPLayerTestCase):
 
-    def test_content_length_over_limit_fails_at_the_head(self):
+    def test_content_length_over_limit_is_read_up_to_the_limit(self):
         # Only 10 of the declared bytes are sent, and the connection is held
-        # open: a reader that read on would wait instead of failing.
+        # open: a reader that read on past the limit would wait instead.
         _http_check_table(self, [_http_case(
             "Content-Length over the limit", b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
-            b"Content-Length: 2000000\r\n\r\n0123456789", max_body_size=1 << 20, eof=False,
-            error=crawl.BodyTooLarge, message="Content-Length 2000000",
-            partial={"status": 200, "body": b""})])
+            b"Content-Length: 2000000\r\n\r\n0123456789", max_body_size=5, eof=False,
+            error=crawl.BodyTooLarge, message="Content-Length 2000000 exceeds the limit of 5 bytes",
+            partial={"status": 200, "body": b"01234"})])
 
     def test_bodies_over_the_limit_are_cut_at_the_limit(self):
         limit = 100000
@@ -4714,6 +4724,89 @@ class HTTPBodySizeLimitTest(HTTPLayerTestCase):
             _http_case("gzip", http_response(gzip.compress(body), headers=[("Content-Encoding", "gzip")]),
                        eof=False, **whole),
         ])
+
+    def test_a_large_compressed_page_is_not_a_bomb(self):
+        # Text compresses 3 to 15 times; a body past the limit at such a
+        # ratio is a large page (BodyTooLarge), at over 100:1 a bomb.
+        rng = random.Random(7)
+        page = " ".join(rng.choice(("link", "page", "<a href=x>", "text", "1", "2"))
+                        for _ in range(60000)).encode()
+        packed = gzip.compress(page)
+        self.assertLess(len(page) / len(packed), 10)
+        large = _http_feed([[http_response(packed, headers=[("Content-Encoding", "gzip")])]],
+                           max_body_size=100000)[0]
+        self.assertIs(type(large), crawl.BodyTooLarge)
+        self.assertEqual(large.response.body, page[:100000])
+        self.assertIn("body exceeds the limit of 100000 bytes", str(large))
+        bomb = _http_feed([[http_response(compression_bomb("gzip"), headers=[("Content-Encoding", "gzip")])]],
+                          max_body_size=100000)[0]
+        self.assertIs(type(bomb), crawl.DecompressionBomb)
+        self.assertEqual(bomb.kind, "too_large")
+        self.assertRegex(str(bomb), r"decoded body exceeds the limit of 100000 bytes from \d+ compressed")
+
+
+# Bodies not read -----------------------------------------------------------------
+class HTTPBodyNotReadTest(HTTPLayerTestCase):
+    # read_body says no: the head is read, the body is drained when short
+    # (the connection carries the next response) or left (it is closed).
+
+    def test_bodies_not_wanted(self):
+        def never(response):
+            return False
+
+        nxt = (http_response("next"), b"next")
+        skip = dict(read_body=never, status=200, body=b"", body_read=False)
+        big = 30 * 1000 * 1000
+        _http_check_table(self, [
+            _http_case("short: drained", http_response(b"x" * 1000), eof=False, then=[nxt],
+                       content_length=1000, reusable=True, wire_bytes="all", **skip),
+            _http_case("just short enough", http_response(bytes(crawl.DRAIN_LIMIT)), eof=False,
+                       then=[nxt], reusable=True, wire_bytes="all", **skip),
+            _http_case("chunked, short: drained", http_response(
+                b"", headers=[("Transfer-Encoding", "chunked")], length=False) + chunked_body(b"y" * 3000, 1000),
+                eof=False, then=[nxt], content_length=None, reusable=True, wire_bytes="all", **skip),
+            # 30 MB declared, 100 kB sent, the connection held open: nothing
+            # past the head is waited for.
+            _http_case("long: left", http_response(b"", headers=[("Content-Length", str(big))], length=False)
+                       + bytes(100000), eof=False, content_length=big, reusable=False, **skip),
+            _http_case("one byte too long", http_response(bytes(crawl.DRAIN_LIMIT + 1)), eof=False,
+                       reusable=False, **skip),
+            _http_case("until close: left", b"HTTP/1.0 200 OK\r\n\r\n" + bytes(5000), eof=False,
+                       reusable=False, **skip),
+            _http_case("gzip, short: drained, not decoded", http_response(
+                b"not gzip at all", headers=[("Content-Encoding", "gzip")]), eof=False, then=[nxt],
+                reusable=True, **skip),
+        ])
+        # A long chunked body is read up to DRAIN_LIMIT, then left: how far
+        # past it the reading went depends on how the bytes arrived.
+        chunked = http_response(b"", headers=[("Transfer-Encoding", "chunked")], length=False)
+        data = chunked + chunked_body(bytes(100000), 10000)
+        for name, pieces in (("whole", [data]), ("byte by byte", _http_byte_pieces(data))):
+            response, reusable = _http_feed([pieces], eof=False, read_body=never)[0]
+            self.assertEqual((response.status, response.body, response.body_read, reusable),
+                             (200, b"", False, False), name)
+            self.assertGreater(response.wire_bytes, len(chunked) + crawl.DRAIN_LIMIT, name)
+
+    def test_read_body_decides_on_the_head(self):
+        html = html_bytes("/a")
+        heads = []
+
+        def html_only(response):
+            heads.append((response.status, response.content_type, response.content_length, response.body))
+            return response.content_type == "text/html"
+
+        _http_check_table(self, [
+            _http_case("wanted", http_response(html, headers=[("Content-Type", "text/html")]),
+                       read_body=html_only, body=html, body_read=True, content_length=len(html)),
+            _http_case("not wanted", http_response(b"%PDF-1.7", headers=[("Content-Type", "application/pdf")]),
+                       read_body=html_only, body=b"", body_read=False, content_length=8),
+            # No body to decide on: read_body is not asked.
+            _http_case("HEAD", http_response(b"", headers=[("Content-Length", "30000000")], length=False),
+                       method="HEAD", read_body=html_only, body=b"", body_read=True, content_length=30000000),
+            _http_case("204", b"HTTP/1.1 204 No Content\r\n\r\n", read_body=html_only, body_read=True),
+        ])
+        self.assertEqual(heads[0], (200, "text/html", len(html), b""))
+        self.assertEqual({head[1] for head in heads}, {"text/html", "application/pdf"})
 
 
 # Byte-at-a-time ------------------------------------------------------------------
@@ -5284,7 +5377,8 @@ class HTTPSocketsClosedTest(HTTPLayerTestCase):
             "/truncated": answer_and_close(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc"),
             "/protocol": answer_and_hold(b"ICY 200 OK\r\n\r\n"),
             "/silent": answer_and_hold(b""),
-            "/too-large": answer_and_hold(b"HTTP/1.1 200 OK\r\nContent-Length: 99999999\r\n\r\n"),
+            "/too-large": answer_and_hold(b"HTTP/1.1 200 OK\r\nContent-Length: 99999999\r\n\r\n"
+                                          + bytes((1 << 20) + 1)),
             "/gzip-bad": answer_and_hold(http_response(b"nope", headers=[("Content-Encoding", "gzip")])),
         })
         try:
@@ -6166,8 +6260,8 @@ class CrawlerRecordUnitTest(unittest.TestCase):
         record = crawl.Record("http://h.test/", 2, "http://h.test/r")
         self.assertEqual(record.as_dict(), {
             "url": "http://h.test/", "status": None, "reason": "", "content_type": "",
-            "charset": None, "size": 0, "links": 0, "new_links": 0, "redirect": None,
-            "error": None, "error_kind": None, "tries": 0, "elapsed": 0.0, "depth": 2,
+            "charset": None, "size": 0, "content_length": None, "links": 0, "new_links": 0,
+            "redirect": None, "error": None, "error_kind": None, "tries": 0, "elapsed": 0.0, "depth": 2,
             "referrer": "http://h.test/r"})
         self.assertEqual(tuple(record.as_dict()), tuple(crawl.RECORD_FIELDS))
 
@@ -6241,23 +6335,26 @@ class CrawlerSiteTest(CrawlerTestCase):
         got = {url: dict(record.as_dict(), elapsed=None) for url, record in records.items()}
         self.assertEqual(got[site.url("/")], {
             "url": site.url("/"), "status": 200, "reason": "OK", "content_type": "text/html",
-            "charset": "utf-8", "size": len(root.body), "links": 3, "new_links": 3, "redirect": None,
+            "charset": "utf-8", "size": len(root.body), "content_length": len(root.body), "links": 3,
+            "new_links": 3, "redirect": None,
             "error": None, "error_kind": None, "tries": 1, "elapsed": None, "depth": 0, "referrer": None})
         self.assertEqual(got[site.url("/a")], {
             "url": site.url("/a"), "status": 200, "reason": "OK", "content_type": "text/html",
-            "charset": "utf-8", "size": 15, "links": 0, "new_links": 0, "redirect": None,
+            "charset": "utf-8", "size": 15, "content_length": 15, "links": 0, "new_links": 0,
+            "redirect": None,
             "error": None, "error_kind": None, "tries": 1, "elapsed": None, "depth": 1,
             "referrer": site.url("/")})
         self.assertEqual(got[site.url("/missing")], {
             "url": site.url("/missing"), "status": 404, "reason": "Not Found", "content_type": "text/plain",
-            "charset": None, "size": 9, "links": 0, "new_links": 0, "redirect": None,
+            "charset": None, "size": 0, "content_length": 9, "links": 0, "new_links": 0,
+            "redirect": None,
             "error": None, "error_kind": None, "tries": 1, "elapsed": None, "depth": 1,
             "referrer": site.url("/")})
         private = records[site.url("/private")]
         self.assertEqual(dict(got[site.url("/private")], error=None), {
             "url": site.url("/private"), "status": None, "reason": "", "content_type": "",
-            "charset": None, "size": 0, "links": 0, "new_links": 0, "redirect": None,
-            "error": None, "error_kind": "robots", "tries": 0, "elapsed": None, "depth": 1,
+            "charset": None, "size": 0, "content_length": None, "links": 0, "new_links": 0,
+            "redirect": None, "error": None, "error_kind": "robots", "tries": 0, "elapsed": None, "depth": 1,
             "referrer": site.url("/")})
         self.assertEqual(private.elapsed, 0.0)
         self.assertIn("robots.txt", private.error)
@@ -6824,16 +6921,70 @@ class CrawlerBodyTest(CrawlerTestCase):
         crawler, records = self.crawl_site(server.url(), max_size=1024 * 1024, max_tasks=4)
         self.assertLess(time.monotonic() - started, 10)
         self.assertEqual(set(records), {server.url(p) for p in ("/", "/big", "/big-cl", "/normal", "/end")})
-        self.assert_record(records[server.url("/big")], status=200, error_kind="too_large", links=0)
-        self.assertLessEqual(records[server.url("/big")].size, 1024 * 1024)
-        self.assert_record(records[server.url("/big-cl")], status=200, error_kind="too_large", links=0)
-        self.assertLessEqual(records[server.url("/big-cl")].size, 1024 * 1024)
+        # Large pages are cut short, not failures; binary data yields no links.
+        self.assert_record(records[server.url("/big")], status=200, error_kind="cut_short", links=0,
+                           size=1024 * 1024, content_length=None)
+        self.assert_record(records[server.url("/big-cl")], status=200, error_kind="cut_short", links=0,
+                           size=1024 * 1024, content_length=total)
         self.assert_record(records[server.url("/normal")], status=200, error=None, links=1)
         self.assert_record(records[server.url("/end")], status=200, error=None, referrer=server.url("/normal"))
         if resource is not None:
             grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before
             self.assertLess(grown_kib, 40 * 1024)
-        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_OK)
+
+    def test_files_are_checked_not_downloaded(self):
+        # A valid 30 MB download is not a failure and is not downloaded: its
+        # head gives the record; a short 404 body is drained (the connection
+        # serves the next request), the long file's connection is closed.
+        total = 30 * 1000 * 1000
+        sent = []
+
+        def send_file(conn, request):
+            conn.send(b"HTTP/1.1 200 OK\r\nContent-Type: application/zip\r\n"
+                      b"Content-Length: %d\r\n\r\n" % total)
+            block, count = bytes(65536), 0
+            try:
+                while count < total:
+                    conn.send(block)
+                    count += len(block)
+            except OSError:
+                pass
+            sent.append(count)
+            conn.close()
+            return "closed"
+
+        server = self.raw({
+            "/": http_response("<a href='/file.zip'>z</a> <a href='/gone'>g</a> <a href='/a.html'>a</a>",
+                               headers=[("Content-Type", "text/html")]),
+            "/file.zip": send_file,
+            "/gone": http_response("<p>gone</p>" * 100, "404 Not Found", headers=[("Content-Type", "text/html")]),
+            "/a.html": http_response("<p>a</p>", headers=[("Content-Type", "text/html")]),
+        })
+        crawler, records = self.crawl_site(server.url(), max_tasks=1, robots=False)
+        self.assert_record(records[server.url("/file.zip")], status=200, content_type="application/zip",
+                           content_length=total, size=0, error=None, tries=1)
+        self.assert_record(records[server.url("/gone")], status=404, content_length=1100, size=0)
+        self.assert_record(records[server.url("/a.html")], status=200, size=8)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)  # the 404 only
+        self.assertEqual(crawler.failed, 1)
+        server.close()
+        self.assertLess(sent[0], total // 2)  # what socket buffers took in, not the file
+        # One connection for "/", "/gone", "/a.html" (in some order) and one
+        # after the file's, or one more when the file came before "/gone".
+        self.assertLessEqual(server.connections, 2)
+
+    def test_large_page_is_cut_short_and_its_links_followed(self):
+        page = "<a href='/early'>e</a>" + "<p>filler</p>" * 1000 + "<a href='/late'>l</a>"
+        site = self.site({"/": Page(page), "/early": html_page(), "/late": html_page()})
+        crawler, records = self.crawl_site(site.url(), max_size=1000, robots=False)
+        self.assertEqual(set(records), {site.url("/"), site.url("/early")})
+        self.assert_record(records[site.url("/")], status=200, error_kind="cut_short", size=1000,
+                           content_length=len(page), links=1, new_links=1,
+                           error_contains="cut short: larger than --max-size")
+        self.assertTrue(records[site.url("/")].is_page)
+        self.assertEqual(crawler.pages, 2)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_OK)
 
     def test_binary_html_under_the_limit(self):
         rng = random.Random(31)
@@ -7019,7 +7170,7 @@ class FaultInjectionTest(FaultCase):
 
     def test_out_of_descriptors_with_nothing_in_flight_is_an_error(self):
         class NoDescriptorsClient(crawl.Client):
-            def fetch(self, url, method="GET", headers=None):
+            def fetch(self, url, method="GET", headers=None, **options):
                 raise OSError(errno.EMFILE, "Too many open files")
                 yield
 
@@ -7257,9 +7408,10 @@ class SafetyTest(FaultCase):
         server = self.scripted(answer_then_wait(
             http_response(b"x" * 5000, headers=[("Content-Type", "text/html")])))
         record = self.crawl_one(server.url(), max_size=1000)
-        self.assert_record(record, status=200, error_kind="too_large", tries=1,
-                           error_contains="exceeds the limit of 1000 bytes")
-        self.assertEqual(record.size, 0)
+        self.assert_record(record, status=200, error_kind="cut_short", tries=1, content_length=5000,
+                           error_contains="links taken from its first 1000 bytes")
+        self.assertEqual(record.size, 1000)
+        self.assertFalse(record.failed)
         self.assert_no_leaks()
 
     def test_body_size_limit_without_length(self):
@@ -7268,9 +7420,9 @@ class SafetyTest(FaultCase):
                                                   ("Transfer-Encoding", "chunked")],
             length=False)))
         record = self.crawl_one(server.url(), max_size=1000)
-        self.assert_record(record, status=200, error_kind="too_large", tries=1,
-                           error_contains="exceeds the limit of 1000 bytes")
-        self.assertEqual(record.size, 1000)
+        self.assert_record(record, status=200, error_kind="cut_short", tries=1, size=1000,
+                           content_length=None, error_contains="links taken from its first 1000 bytes")
+        self.assertFalse(record.failed)
         self.assert_no_leaks()
 
     def test_decompressed_size_limit(self):
@@ -7361,9 +7513,9 @@ class CrawlerBookkeepingTest(CrawlerTestCase):
         client = FakeClient({"http://example.test/": html_page("a.html")})
         original = client.fetch
 
-        def slow_fetch(url, method="GET", headers=None):
+        def slow_fetch(url, method="GET", headers=None, **options):
             yield from crawl.sleep(0.01)
-            return (yield from original(url, method, headers))
+            return (yield from original(url, method, headers, **options))
 
         client.fetch = slow_fetch
         with mock.patch.object(crawl, "extract_links", side_effect=RuntimeError("boom")), \
@@ -7380,9 +7532,9 @@ class CrawlerBookkeepingTest(CrawlerTestCase):
         original = client.fetch
         crawler = None
 
-        def watching_fetch(url, method="GET", headers=None):
+        def watching_fetch(url, method="GET", headers=None, **options):
             observed.append((crawler.in_progress, crawler.fetching))
-            return (yield from original(url, method, headers))
+            return (yield from original(url, method, headers, **options))
 
         client.fetch = watching_fetch
         crawler = crawl.Crawler("http://example.test/", client=client, robots=False,
@@ -7424,7 +7576,8 @@ class CrawlerReportTest(CrawlerTestCase):
         summary = lines[6:]
         self.assertEqual(summary[-1], "")
         self.assertEqual(summary[:4], ["Status:   2xx 2, 3xx 1, 4xx 1", "Errors:   none",
-                                       "Unfetched: robots 1", f"Bytes:    {root_size + 8 + 9} (decoded bodies)"])
+                                       "Unfetched: robots 1",  # the 404's text/plain body is not read
+                                       f"Bytes:    {root_size + 8} (decoded bodies)"])
         self.assertRegex(summary[4], r"^URLs:     5 in \d+\.\d\d s, 1 failed, \d+ pages/s$")
         self.assertEqual(summary[5], "Pages:    2 (HTML documents fetched with status 200)")
         self.assertEqual(len(summary), 7)
@@ -7562,8 +7715,8 @@ class CLITest(ServerTestCase):
         self.assertEqual(by_url[site.url("/a")]["referrer"], site.url("/"))
         self.assertEqual(dict(by_url[site.url("/")], elapsed=None), {
             "url": site.url("/"), "status": 200, "reason": "OK", "content_type": "text/html",
-            "charset": "utf-8", "size": len(site.routes["/"].body), "links": 3, "new_links": 3,
-            "redirect": None, "error": None, "error_kind": None, "tries": 1, "elapsed": None,
+            "charset": "utf-8", "size": len(site.routes["/"].body),
+            "content_length": len(site.routes["/"].body), "links": 3, "new_links": 3, "redirect": None, "error": None, "error_kind": None, "tries": 1, "elapsed": None,
             "depth": 0, "referrer": None})
 
     def interrupt(self, signum, expected_status):
