@@ -6593,6 +6593,26 @@ class CrawlerSiteTest(CrawlerTestCase):
 
 class CrawlerRedirectTest(CrawlerTestCase):
 
+    def test_a_root_that_redirects_to_another_host_brings_it_into_scope(self):
+        client = FakeClient({
+            "http://example.test/": redirect("https://www.moved.test/start", 301),
+            "https://www.moved.test/start": html_page("/page", "http://moved.test/other",
+                                                      "http://elsewhere.test/"),
+            "https://www.moved.test/page": html_page("/start"),
+            "http://moved.test/other": redirect("http://far.test/", 301),
+        })
+        with self.assertLogs("crawl", "INFO") as logs:
+            crawler, records = self.crawl_site("http://example.test/", client=client, robots=False)
+        self.assertEqual(set(records), {"http://example.test/", "https://www.moved.test/start",
+                                        "https://www.moved.test/page", "http://moved.test/other"})
+        self.assert_record(records["https://www.moved.test/start"], status=200, depth=0, new_links=2,
+                           referrer="http://example.test/")
+        self.assertIn("INFO:crawl:moved.test added to the scope: a root redirects there", logs.output)
+        # Only a root's redirects widen the scope: a page's redirect to
+        # far.test leaves it off-site (and counted as not checked).
+        self.assertEqual(crawler.offsite_unchecked, {"http://elsewhere.test/", "http://far.test/"})
+        self.assertFalse(crawler.in_scope("http://far.test/"))
+
     def test_each_redirect_status_followed(self):
         statuses = (301, 302, 303, 307, 308)
         routes = {"/": html_page(*[f"/r{s}" for s in statuses])}
@@ -6692,6 +6712,169 @@ class CrawlerRedirectTest(CrawlerTestCase):
         self.assertEqual(b.targets[:2], ["/robots.txt", "/?%C5%A0"])
         self.assertEqual(set(records), {a.url(), target, b.url("/b2")})
 
+
+class OffSiteClient(FakeClient):
+    """A FakeClient that notes (method, url, time_limit) per fetch, answers
+    HEAD with 405 for the URLs in head_refused (as some servers do), and
+    takes `busy` seconds per fetch, counting the fetches running per host."""
+
+    def __init__(self, pages, head_refused=(), busy=0.0):
+        super().__init__(pages)
+        self.head_refused = set(head_refused)
+        self.busy = busy
+        self.requests = []
+        self.running = collections.Counter()
+        self.most_running = collections.Counter()
+
+    def fetch(self, url, method="GET", headers=None, read_body=None, time_limit=None):
+        host = crawl.url_host(url)
+        self.requests.append((method, url, time_limit))
+        self.running[host] += 1
+        self.most_running[host] = max(self.most_running[host], self.running[host])
+        try:
+            yield from crawl.sleep(self.busy)
+            if method == "HEAD" and url in self.head_refused:
+                return crawl.Response(url, 405, "Method Not Allowed", "HTTP/1.1", crawl.Fields())
+            return (yield from super().fetch(url, method, headers, read_body, time_limit))
+        finally:
+            self.running[host] -= 1
+
+
+class CrawlerExternalTest(CrawlerTestCase):
+
+    SITE = {
+        "http://example.test/": html_page("/a", "http://other.test/ok", "http://other.test/gone",
+                                          "http://hostile.test/x", "http://dead.test/", "mailto:me@example.test"),
+        "http://example.test/a": html_page("http://other.test/ok", "http://www.example.test/"),
+        "http://www.example.test/": html_page(),
+        "http://other.test/ok": html_page("http://other.test/deeper"),
+        "http://hostile.test/x": Page("%PDF-1.7", content_type="application/pdf"),
+        "http://dead.test/robots.txt": ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"),
+        "http://dead.test/": ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"),
+    }
+
+    def test_off_site_links_are_checked_once_and_never_crawled(self):
+        client = OffSiteClient(self.SITE, head_refused={"http://hostile.test/x"})
+        crawler, records = self.crawl_site("http://example.test/", client=client, external=True)
+        root = "http://example.test/"
+        self.assertEqual(set(records), {root, "http://example.test/a", "http://www.example.test/",
+                                        "http://other.test/ok", "http://other.test/gone",
+                                        "http://hostile.test/x", "http://dead.test/"})
+        self.assert_record(records["http://other.test/ok"], status=200, tries=1, links=0, size=0,
+                           referrer=root, depth=1, error=None)
+        self.assertEqual(crawler.seen["http://other.test/ok"], 2)  # linked from two pages, checked once
+        # HEAD refused, then one GET that stops after its head.
+        self.assert_record(records["http://hostile.test/x"], status=200, tries=2, size=0,
+                           content_type="application/pdf", content_length=8, error=None)
+        self.assert_record(records["http://other.test/gone"], status=404, tries=2, referrer=root)
+        self.assertTrue(records["http://other.test/gone"].failed)
+        # A dead host: its robots.txt is unreachable (two tries), so nothing is asked.
+        self.assert_record(records["http://dead.test/"], status=None, error_kind="connect", tries=0,
+                           referrer=root)
+        self.assertTrue(records["http://dead.test/"].failed)
+        off_site = [(method, url) for method, url, _ in client.requests if "example.test" not in url]
+        self.assertEqual(sorted(off_site), sorted([
+            ("GET", "http://other.test/robots.txt"), ("HEAD", "http://other.test/ok"),
+            ("HEAD", "http://other.test/gone"), ("GET", "http://other.test/gone"),
+            ("GET", "http://hostile.test/robots.txt"), ("HEAD", "http://hostile.test/x"),
+            ("GET", "http://hostile.test/x"),
+            ("GET", "http://dead.test/robots.txt"), ("GET", "http://dead.test/robots.txt")]))
+        # Off-site: the shorter timeout; on-site: the client's own.
+        self.assertEqual({limit for method, url, limit in client.requests if "example.test" not in url}, {10.0})
+        self.assertEqual({limit for method, url, limit in client.requests if "example.test" in url}, {None})
+        self.assertEqual(crawler.offsite_unchecked, set())
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
+
+    def test_without_external_off_site_links_are_counted(self):
+        client = OffSiteClient(self.SITE)
+        crawler, records = self.crawl_site("http://example.test/", client=client)
+        self.assertEqual(set(records), {"http://example.test/", "http://example.test/a",
+                                        "http://www.example.test/"})
+        self.assertEqual(crawler.offsite_unchecked, {"http://other.test/ok", "http://other.test/gone",
+                                                     "http://hostile.test/x", "http://dead.test/"})
+        self.assertIn("Off-site: 4 off-site links not checked (--external checks them)",
+                      crawl.summarize(crawler))
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_OK)
+
+    def test_off_site_tries_and_timeout_are_their_own(self):
+        client = OffSiteClient({"http://example.test/": html_page("http://slow.test/"),
+                                "http://slow.test/": TimeoutError("timed out")})
+        crawler, records = self.crawl_site("http://example.test/", client=client, external=True,
+                                           robots=False, external_tries=3, external_timeout=4.0)
+        self.assert_record(records["http://slow.test/"], error_kind="timeout", tries=3)
+        self.assertEqual([(m, limit) for m, url, limit in client.requests if url == "http://slow.test/"],
+                         [("HEAD", 4.0)] * 3)  # a network error on HEAD: no GET after it
+        client = crawl.Client(timeout=2.0)
+        self.addCleanup(client.close)
+        self.assertEqual(crawl.Crawler("example.test", client=client).external_timeout, 2.0)
+        with self.assertRaises(ValueError):
+            crawl.Crawler("example.test", client=client, external_tries=0)
+
+    @virtual_clock
+    def test_off_site_hosts_get_the_same_politeness(self):
+        links = [f"http://other.test/{n}" for n in range(4)] + ["http://other.test/private/x"]
+        pages = {"http://example.test/": html_page(*links),
+                 "http://other.test/robots.txt": robots_page("User-agent: *\nCrawl-delay: 5\nDisallow: /private/\n")}
+        pages.update((link, html_page()) for link in links[:4])
+        client = OffSiteClient(pages)
+        sent = fetch_times(client)
+        crawler, records = self.crawl_site("http://example.test/", client=client, external=True,
+                                           run_timeout=120)
+        self.assert_record(records["http://other.test/private/x"], error_kind="robots", tries=0)
+        heads = sorted(when for url, when in sent if url in links)
+        self.assertEqual(len(heads), 4)
+        for earlier, later in zip(heads, heads[1:]):
+            self.assertGreaterEqual(later - earlier, 5.0 - 1e-9)
+
+    @virtual_clock
+    def test_at_most_two_checks_at_a_time_per_off_site_host(self):
+        links = [f"http://{host}/{n}" for host in ("one.test", "two.test") for n in range(6)]
+        client = OffSiteClient({"http://example.test/": html_page(*links)}, busy=1.0)
+        crawler, records = self.crawl_site("http://example.test/", client=client, external=True,
+                                           robots=False, max_tasks=10)
+        self.assertEqual(len(records), 13)
+        self.assertEqual(client.most_running["one.test"], crawl.EXTERNAL_PER_HOST)
+        self.assertEqual(client.most_running["two.test"], crawl.EXTERNAL_PER_HOST)
+        for link in links:  # HEAD, then GET: 404 both times
+            self.assert_record(records[link], status=404, tries=2)
+
+    def test_off_site_servers_over_sockets(self):
+        # "localhost" is another host than "127.0.0.1": a HEAD-hostile server
+        # with a 30 MB file, and a host with nothing listening.
+        def hostile(conn, request):
+            if request.startswith(b"HEAD "):
+                conn.send(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+                return None
+            conn.send(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                      b"Content-Length: 30000000\r\n\r\n" + bytes(1 << 20))
+            drain_until_closed(conn)
+            return "closed"
+
+        other = self.raw({"/file": hostile})
+        dead = f"http://localhost:{refused_port(self)}/"
+        file_url = f"http://localhost:{other.port}/file"
+        site = self.site({"/": html_page(file_url, dead)})
+        crawler, records = self.crawl_site(site.url(), external=True)
+        self.assert_record(records[file_url], status=200, tries=2, content_length=30000000, size=0,
+                           content_type="application/octet-stream", error=None, referrer=site.url())
+        self.assert_record(records[dead], status=None, error_kind="connect", referrer=site.url())
+        self.assertTrue(records[dead].error.startswith("robots.txt unreachable after 2 tries"),
+                        records[dead].error)
+        self.assertEqual(other.targets, ["/robots.txt", "/file", "/file"])
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
+
+    def test_off_site_redirects_are_recorded_not_followed(self):
+        pages = {"http://example.test/": html_page("http://other.test/moved", "/r"),
+                 "http://example.test/r": redirect("http://third.test/x", 301),
+                 "http://other.test/moved": redirect("/new", 301)}
+        client = OffSiteClient(pages)
+        crawler, records = self.crawl_site("http://example.test/", client=client, external=True,
+                                           robots=False)
+        self.assert_record(records["http://other.test/moved"], status=301,
+                           redirect="http://other.test/new", tries=1)
+        self.assertNotIn("http://other.test/new", records)
+        # An on-site redirect to another host: the target is checked like a link.
+        self.assert_record(records["http://third.test/x"], status=404, referrer="http://example.test/r")
 
 class CrawlerRetryTest(CrawlerTestCase):
 
