@@ -158,6 +158,15 @@ def seconds(allow_zero):
     return parse
 
 
+def one_of(*values):
+    """A parse function for one of a few words."""
+    def parse(text):
+        if text not in values:
+            raise _argument_error(f"expected one of {', '.join(values)}; got {text!r}")
+        return text
+    return parse
+
+
 def regular_expression(text):
     try:
         return re.compile(text)
@@ -190,8 +199,12 @@ OPTIONS = (
     Option("max_retry_after", None, 60.0, "crawler",
            help="longest Retry-After (seconds) honoured; a longer one is cut to this"),
     # Scope.
+    Option("scope", "--scope", "host", "crawler", one_of("host", "subdomains", "origin", "path"),
+           "SCOPE", "what is on the site: host (the roots' hosts, with or without www., any "
+           "scheme or port), subdomains (and their subdomains), origin (scheme, host and port "
+           "of a root), path (under a root's directory)"),
     Option("lenient", "--lenient", False, "crawler", SWITCH, None,
-           "also crawl subdomains of the roots' hosts", shown="off"),
+           "the old spelling of --scope subdomains", shown="off"),
     Option("external", "--external", False, "crawler", SWITCH, None,
            "check each off-site http(s) link once (HEAD, then GET if HEAD fails); "
            "never crawl it", shown="off"),
@@ -3186,7 +3199,7 @@ class Crawler:
     roots: URLs or host names ("xkcd.com", "http://host:8000/path").
     Options: the keywords of OPTIONS for the "crawler" (max_tasks,
     max_redirect, max_tries, max_pages, max_depth, delay, backoff,
-    max_retry_after, lenient, external, external_timeout, external_tries,
+    max_retry_after, scope, lenient, external, external_timeout, external_tries,
     exclude, robots) and for the "client" (passed
     to the Client it makes), with the defaults and meanings given there;
     times in seconds, sizes in bytes. Besides those, on_record is a
@@ -3217,7 +3230,14 @@ class Crawler:
         self.max_pages = settings["max_pages"]
         self.max_depth = settings["max_depth"]
         self.delay = settings["delay"]
-        self.lenient = settings["lenient"]
+        self.scope = settings["scope"]
+        if settings["lenient"]:  # the old spelling of scope="subdomains"
+            if self.scope not in ("host", "subdomains"):
+                raise ValueError(f"lenient contradicts scope={self.scope!r}")
+            self.scope = "subdomains"
+        if self.scope not in ("host", "subdomains", "origin", "path"):
+            raise ValueError(f"unknown scope {self.scope!r}: host, subdomains, origin or path")
+        self.lenient = self.scope == "subdomains"
         self.external = settings["external"]
         self.external_timeout = settings["external_timeout"]  # never longer than --timeout
         self.external_tries = settings["external_tries"]
@@ -3237,11 +3257,12 @@ class Crawler:
         self.client = client
         if getattr(client, "timeout", None) is not None:
             self.external_timeout = min(self.external_timeout, client.timeout)
-        self.scope_hosts = set()
-        self._scope_by_authority = {}
+        self.scope_hosts = set()  # scope host and subdomains
+        self.scope_origins = set()  # scope origin: "scheme:" + authority
+        self.scope_paths = []  # scope path: URL prefixes
+        self._scope_by_site = {}  # "scheme:" + authority -> on site (host, subdomains, origin)
         for root in self.roots:
-            host = _without_www(url_host(root))
-            self.scope_hosts.update((host, "www." + host))
+            self._add_to_scope(root)
         self.frontier = Queue()
         self.seen = {}  # URL -> how many pages link to it (or redirect to it)
         self.records = {}
@@ -3261,29 +3282,47 @@ class Crawler:
     # Scope -------------------------------------------------------------------
 
     def in_scope(self, url):
-        """Whether url is on the roots' hosts (with or without "www."; any
-        subdomain when lenient) and matches no exclude pattern. Scheme and
-        port do not matter."""
+        """Whether url is on the site and matches no exclude pattern. The
+        site, by scope: "host", the roots' hosts with or without "www."
+        (scheme and port do not matter); "subdomains", those and their
+        subdomains; "origin", a root's scheme, host and port; "path", a
+        URL under a root's directory (the root's path up to its last "/")."""
         return self.on_site(url) and not self._excluded(url)
 
     def on_site(self, url):
-        """Whether url is on the roots' hosts, excluded or not."""
-        authority = url.split("/", 3)[2]
-        in_scope = self._scope_by_authority.get(authority)
-        if in_scope is None:
-            in_scope = self._host_in_scope(split_authority(authority)[0])
-            self._scope_by_authority[authority] = in_scope
-        return in_scope
+        """Whether url is in the scope, excluded or not."""
+        if self.scope_paths:
+            return url.startswith(tuple(self.scope_paths))
+        scheme, _, authority = url.split("/", 3)[:3]
+        site = scheme + authority
+        on_site = self._scope_by_site.get(site)
+        if on_site is None:
+            if self.scope_origins:
+                on_site = site in self.scope_origins
+            else:
+                on_site = self._host_in_scope(split_authority(authority)[0])
+            self._scope_by_site[site] = on_site
+        return on_site
 
     def _excluded(self, url):
         return any(pattern.search(url) for pattern in self.exclude)
 
     def _add_to_scope(self, url):
-        """A root redirected to another host: the user asked for that site."""
-        host = _without_www(url_host(url))
-        self.scope_hosts.update((host, "www." + host))
-        self._scope_by_authority.clear()
-        logger.info("%s added to the scope: a root redirects there", host)
+        """Put the site of url (a root, or where a root redirects) in the
+        scope; returns how the scope names it."""
+        scheme, _, authority, path = (url.split("/", 3) + [""])[:4]
+        if self.scope == "path":
+            added = f"{scheme}//{authority}/{path[:path.rfind('/') + 1]}"
+            self.scope_paths.append(added)
+        elif self.scope == "origin":
+            added = scheme + authority
+            self.scope_origins.add(added)
+            added = f"{scheme}//{authority}"
+        else:
+            added = _without_www(url_host(url))
+            self.scope_hosts.update((added, "www." + added))
+        self._scope_by_site.clear()
+        return added
 
     def _host_in_scope(self, host):
         return host in self.scope_hosts or (self.lenient and any(
@@ -3653,7 +3692,9 @@ class Crawler:
                             + " -> ".join(hops + (target,)))
         else:
             if item.depth == 0 and not self.on_site(target) and not self._excluded(target):
-                self._add_to_scope(target)  # a root, or a redirect from one
+                # A root, or a redirect from one: the user asked for that site.
+                logger.info("%s added to the scope: a root redirects there",
+                            self._add_to_scope(target))
             if self.in_scope(target) or (self.external and not self._excluded(target)):
                 if self._discover(target, item.redirects_left - 1, item.depth, record.url, hops):
                     record.new_links = 1

@@ -6186,6 +6186,51 @@ class CrawlerScopeTest(LoopTestCase):
         for url in ("http://badexample.test/", "http://example.test.evil.test/", "http://other.test/"):
             self.assertFalse(in_scope(url), url)
 
+    def test_scope_subdomains_is_lenient(self):
+        for options in ({"scope": "subdomains"}, {"lenient": True}, {"lenient": True, "scope": "host"}):
+            in_scope = self.scope(["www.example.test"], **options)
+            self.assertTrue(in_scope("https://a.b.example.test:8443/"), options)
+            self.assertFalse(in_scope("http://badexample.test/"), options)
+        for scope in ("origin", "path"):
+            with self.assertRaisesRegex(ValueError, f"lenient contradicts scope='{scope}'"):
+                self.scope(["example.test"], scope=scope, lenient=True)
+        with self.assertRaisesRegex(ValueError, "unknown scope 'site'"):
+            self.scope(["example.test"], scope="site")
+
+    def test_scope_origin(self):
+        # The port counts: two local services on one host are two sites.
+        in_scope = self.scope(["http://localhost:8000/", "https://example.test/a"], scope="origin")
+        for url in ("http://localhost:8000/", "http://localhost:8000/x?y", "https://example.test/",
+                    "https://example.test/b/c"):
+            self.assertTrue(in_scope(url), url)
+        for url in ("http://localhost:8001/", "https://localhost:8000/", "http://localhost/",
+                    "http://example.test/", "https://www.example.test/", "https://example.test:8443/",
+                    "https://sub.example.test/"):
+            self.assertFalse(in_scope(url), url)
+
+    def test_scope_path(self):
+        # Under the root's directory: its path up to the last "/", as wget --no-parent.
+        in_scope = self.scope(["http://example.test/docs/guide/index.html", "http://other.test:81/a/"],
+                              scope="path", exclude=[r"\.pdf$"])
+        for url in ("http://example.test/docs/guide/", "http://example.test/docs/guide/index.html",
+                    "http://example.test/docs/guide/deeper/page.html", "http://example.test/docs/guide/?q",
+                    "http://other.test:81/a/b"):
+            self.assertTrue(in_scope(url), url)
+        for url in ("http://example.test/docs/", "http://example.test/docs/guide", "http://example.test/",
+                    "http://example.test/docs/guidebook/", "https://example.test/docs/guide/x",
+                    "http://www.example.test/docs/guide/x", "http://other.test/a/b",
+                    "http://example.test/docs/guide/x.pdf"):
+            self.assertFalse(in_scope(url), url)
+        in_scope = self.scope(["http://example.test/docs"], scope="path")  # no slash: a file in "/"
+        self.assertTrue(in_scope("http://example.test/other"))
+
+    def test_scope_from_the_command_line(self):
+        parser = crawl.build_parser()
+        self.assertEqual(parser.parse_args(["x.test", "--scope", "path"]).scope, "path")
+        with contextlib.redirect_stderr(io.StringIO()) as stderr, self.assertRaises(SystemExit):
+            parser.parse_args(["x.test", "--scope", "site"])
+        self.assertIn("expected one of host, subdomains, origin, path; got 'site'", stderr.getvalue())
+
     def test_several_roots(self):
         in_scope = self.scope(["one.test", "http://two.test:8000/x"])
         self.assertTrue(in_scope("http://one.test/"))
@@ -6837,6 +6882,22 @@ class CrawlerExternalTest(CrawlerTestCase):
         self.assertEqual(client.most_running["two.test"], crawl.EXTERNAL_PER_HOST)
         for link in links:  # HEAD, then GET: 404 both times
             self.assert_record(records[link], status=404, tries=2)
+
+    def test_root_redirect_in_origin_and_path_scopes(self):
+        pages = {"http://example.test/": redirect("https://example.test/docs/", 301),
+                 "https://example.test/docs/": html_page("a", "/other", "https://example.test:8443/docs/b"),
+                 "https://example.test/docs/a": html_page()}
+        for scope, expected in (("origin", {"https://example.test/docs/a", "https://example.test/other"}),
+                                ("path", {"https://example.test/docs/a"})):
+            with self.subTest(scope=scope), self.assertLogs("crawl", "INFO") as logs:
+                crawler, records = self.crawl_site("http://example.test/", client=FakeClient(pages),
+                                                   robots=False, scope=scope)
+                self.assertEqual(set(records) - {"http://example.test/", "https://example.test/docs/"},
+                                 expected)
+                added = "https://example.test" if scope == "origin" else "https://example.test/docs/"
+                self.assertIn(f"INFO:crawl:{added} added to the scope: a root redirects there", logs.output)
+                self.assertEqual(crawler.offsite_unchecked, {"https://example.test:8443/docs/b"}
+                                 | ({"https://example.test/other"} if scope == "path" else set()))
 
     def test_off_site_servers_over_sockets(self):
         # "localhost" is another host than "127.0.0.1": a HEAD-hostile server
