@@ -213,6 +213,9 @@ OPTIONS = (
     Option("external_tries", None, 2, "crawler",
            help="--max-tries for an off-site link: one retry for a blip; its owner is not ours "
                 "to hammer"),
+    Option("fragments", "--fragments", False, "crawler", SWITCH, None,
+           "check #name links to pages on the site against their id and <a name> anchors",
+           shown="off"),
     Option("exclude", "--exclude", (), "crawler", REPEAT, "REGEX",
            "skip URLs matching REGEX (repeatable)", shown="none"),
     Option("robots", "--no-robots", True, "crawler", SWITCH, None,
@@ -289,6 +292,8 @@ ERROR_KINDS = {
     "decoding": ErrorKind(True, False, "the gzip or deflate body could not be decoded"),
     "redirect_limit": ErrorKind(True, False, "a redirect loop, or more than --max-redirect"),
     "invalid_url": ErrorKind(True, False, "a link or Location that is not a valid URL"),
+    "fragment": ErrorKind(True, False, "a #name link to a page that has no such id or "
+                          "<a name> (--fragments)"),
     "internal": ErrorKind(True, False, "a bug in crawl.py; the crawl goes on"),
     # Fetched, but not all of it: not a failure.
     "cut_short": ErrorKind(False, False, "an HTML page larger than --max-size: its links "
@@ -3200,7 +3205,7 @@ class Crawler:
     Options: the keywords of OPTIONS for the "crawler" (max_tasks,
     max_redirect, max_tries, max_pages, max_depth, delay, backoff,
     max_retry_after, scope, lenient, external, external_timeout, external_tries,
-    exclude, robots) and for the "client" (passed
+    fragments, exclude, robots) and for the "client" (passed
     to the Client it makes), with the defaults and meanings given there;
     times in seconds, sizes in bytes. Besides those, on_record is a
     function(Record) called as each URL finishes, and client a Client to
@@ -3241,6 +3246,9 @@ class Crawler:
         self.external = settings["external"]
         self.external_timeout = settings["external_timeout"]  # never longer than --timeout
         self.external_tries = settings["external_tries"]
+        self.fragments = settings["fragments"]
+        self.anchors = {}  # --fragments: page URL -> its anchors (None: cut short)
+        self.fragment_links = {}  # --fragments: (page URL, fragment) -> [referrer, depth, pages]
         if self.external_tries < 1:
             raise ValueError("external_tries must be at least 1")
         self.exclude = [re.compile(pattern) if isinstance(pattern, str) else pattern
@@ -3357,6 +3365,8 @@ class Crawler:
                          for n in range(self.max_tasks)]
         try:
             yield from self.frontier.join()
+            if self.fragments:
+                self._check_fragments()
         except GeneratorExit:  # dropped without being run to the end: no waiting now
             self._abandon()
             raise
@@ -3710,6 +3720,8 @@ class Crawler:
         record.links = len(links)
         for raw, reason in invalid:
             self._invalid_link(raw, reason, record.url, depth + 1)
+        if self.fragments:
+            self._note_fragments(record, text, depth + 1)
         seen = self.seen
         for link in links:  # a link seen before is only counted by _discover
             if link in seen or self.in_scope(link):
@@ -3722,6 +3734,53 @@ class Crawler:
             elif not self._excluded(link):  # checked once, never crawled
                 self._discover(link, 0, depth + 1, record.url)
                 record.new_links += 1
+
+    # Skip on first reading: --fragments.
+    def _note_fragments(self, record, text, depth):
+        """Keep the page's anchors, and its #name links to pages in scope
+        for _check_fragments (a second parse of the page, only with
+        --fragments; links with fragments are rare, anchors many)."""
+        parser = _AnchorParser()
+        parser.feed(text)
+        parser.close()
+        self.anchors[record.url] = parser.anchors if record.error_kind != "cut_short" else None
+        base = record.url
+        if parser.base is not None:
+            try:
+                base = normalize_url(parser.base, record.url) or base
+            except ValueError:
+                pass
+        for raw in parser.links:
+            link, _, fragment = _clean_link(raw).partition("#")
+            if not fragment:
+                continue
+            try:
+                target = normalize_url(link, base) if link else base
+            except ValueError:
+                continue  # the link itself is reported as invalid_url
+            if target is not None and self.in_scope(target):
+                noted = self.fragment_links.setdefault((target, fragment), [record.url, depth, set()])
+                noted[2].add(record.url)
+
+    def _check_fragments(self):
+        """After the crawl: a record (kind "fragment") for each #name link
+        whose page was fetched whole as HTML and has no such anchor. The
+        fragment is percent-decoded and "top" needs no anchor, as the HTML
+        standard's "find a potential indicated element" says."""
+        for (target, fragment), (referrer, depth, pages) in self.fragment_links.items():
+            page, hops = target, 0
+            while hops < self.max_redirect and page in self.records and self.records[page].redirect:
+                page, hops = self.records[page].redirect, hops + 1
+            anchors = self.anchors.get(page)
+            name = urllib.parse.unquote(fragment, errors="replace")
+            if anchors is None or name in anchors or name.lower() == "top":
+                continue
+            url = f"{target}#{fragment}"
+            self.seen[url] = len(pages)
+            record = Record(url, depth, referrer)
+            record.error_kind = "fragment"
+            record.error = f"no id or <a name> {name!r} on {page}"
+            self._finish(record)
 
     # Skip on first reading: links that cannot be valid URLs.
     def _invalid_link(self, raw, reason, referrer, depth):
@@ -3771,6 +3830,31 @@ class Crawler:
             "elapsed": elapsed,
             "pages_per_second": self.pages / elapsed,
         }
+
+
+class _AnchorParser(html.parser.HTMLParser):
+    """For --fragments: a page's anchors (id attributes, <a name>), its
+    <a>/<area> links that carry a fragment and its first <base href>."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.anchors = set()
+        self.links = []
+        self.base = None
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if value is None:
+                continue
+            if name == "id" or (name == "name" and tag == "a"):
+                self.anchors.add(value)
+            elif name == "href":
+                if tag in ("a", "area") and "#" in value:
+                    self.links.append(value)
+                elif tag == "base" and self.base is None:
+                    self.base = value
+
+    handle_startendtag = handle_starttag
 
 
 def _without_www(host):

@@ -6937,6 +6937,67 @@ class CrawlerExternalTest(CrawlerTestCase):
         # An on-site redirect to another host: the target is checked like a link.
         self.assert_record(records["http://third.test/x"], status=404, referrer="http://example.test/r")
 
+class CrawlerFragmentTest(CrawlerTestCase):
+
+    def site_with_fragments(self):
+        root = html_page("/a#intro", "/a#missing", "/a#Sec%20tion", "#self", "#top", "/doc.pdf#page=2",
+                         "/gone#x", "/r#intro", "/r#nope", "/b#none", "http://other.test/#x",
+                         extra='<a name="self">s</a><a href="/b#none">again</a>')
+        return self.site({
+            "/": root,
+            "/a": Page('<h1 id="intro">i</h1><h2 id="Sec tion">s</h2><p name="missing">a p name is no anchor</p>'
+                       '<a href="/#self">back</a> <a href="/b#none">b</a>'),
+            "/b": html_page(),
+            "/doc.pdf": Page(b"%PDF-1.7", content_type="application/pdf"),
+            "/r": redirect("/a", 301),
+        })
+
+    def test_missing_anchors_get_their_own_records(self):
+        site = self.site_with_fragments()
+        crawler, records = self.crawl_site(site.url(), fragments=True)
+        u = site.url
+        broken = {url: record for url, record in records.items() if record.error_kind == "fragment"}
+        self.assertEqual(set(broken), {u("/a#missing"), u("/r#nope"), u("/b#none")})
+        self.assert_record(broken[u("/a#missing")], status=None, tries=0, referrer=u("/"), depth=1,
+                           error=f"no id or <a name> 'missing' on {u('/a')}")
+        self.assert_record(broken[u("/r#nope")], referrer=u("/"),
+                           error=f"no id or <a name> 'nope' on {u('/a')}")
+        self.assertTrue(broken[u("/b#none")].failed)
+        # Linked from "/" and "/a": the report says so.
+        self.assertEqual(crawl.format_record(broken[u("/b#none")], crawler.seen[u("/b#none")]),
+                         f"--- {u('/b#none')}  [fragment] no id or <a name> 'none' on {u('/b')}"
+                         f"  <- linked from {u('/')} and 1 other page")
+        # Pages are fetched once; fragments add no request.
+        self.assertEqual(sorted(site.targets()), sorted(["/robots.txt", "/", "/a", "/b", "/doc.pdf", "/gone", "/r"]))
+        self.assertEqual(len(records), 6 + 3)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
+
+    def test_off_by_default(self):
+        site = self.site_with_fragments()
+        crawler, records = self.crawl_site(site.url())
+        self.assertEqual([r for r in records.values() if r.error_kind == "fragment"], [])
+        self.assertEqual(crawler.anchors, {})
+
+    def test_a_page_cut_short_is_not_checked_and_base_is_obeyed(self):
+        long_page = Page('<a href="/long#far">self</a>' + "<p>filler</p>" * 200 + '<h1 id="far">f</h1>')
+        site = self.site({"/": Page('<base href="/d/"><a href="x#here">x</a><a href="x#gone">y</a>'
+                                    '<a href="/long#far">l</a>'),
+                          "/d/x": Page('<div id="here"></div>'), "/long": long_page})
+        _, records = self.crawl_site(site.url(), fragments=True, max_size=1000)
+        self.assertEqual(records[site.url("/long")].error_kind, "cut_short")
+        self.assertEqual([url for url, r in records.items() if r.error_kind == "fragment"], [site.url("/d/x#gone")])
+
+    def test_anchor_parser(self):
+        parser = crawl._AnchorParser()
+        parser.feed('<base href="/b/"><base href="/c/"><div id="one"><a name="two" href="#one">'
+                    '<span name="three"><img id="four"/><area href="m#z"><link href="s.css#y">'
+                    '<!-- <p id="five"> --><script>"<p id=six>"</script><a href=plain>')
+        parser.close()
+        self.assertEqual(parser.anchors, {"one", "two", "four"})
+        self.assertEqual(parser.links, ["#one", "m#z"])
+        self.assertEqual(parser.base, "/b/")
+
+
 class CrawlerRetryTest(CrawlerTestCase):
 
     def gaps(self, site, target):
