@@ -3265,7 +3265,7 @@ class Crawler:
         self.client = client
         if getattr(client, "timeout", None) is not None:
             self.external_timeout = min(self.external_timeout, client.timeout)
-        self.scope_hosts = set()  # scope host and subdomains
+        self.scope_hosts = set()  # the hosts of the scope, with and without "www."
         self.scope_origins = set()  # scope origin: "scheme:" + authority
         self.scope_paths = []  # scope path: URL prefixes
         self._scope_by_site = {}  # "scheme:" + authority -> on site (host, subdomains, origin)
@@ -3319,6 +3319,8 @@ class Crawler:
         """Put the site of url (a root, or where a root redirects) in the
         scope; returns how the scope names it."""
         scheme, _, authority, path = (url.split("/", 3) + [""])[:4]
+        host = _without_www(url_host(url))
+        self.scope_hosts.update((host, "www." + host))  # for invalid links, in every scope
         if self.scope == "path":
             added = f"{scheme}//{authority}/{path[:path.rfind('/') + 1]}"
             self.scope_paths.append(added)
@@ -3327,8 +3329,7 @@ class Crawler:
             self.scope_origins.add(added)
             added = f"{scheme}//{authority}"
         else:
-            added = _without_www(url_host(url))
-            self.scope_hosts.update((added, "www." + added))
+            added = host
         self._scope_by_site.clear()
         return added
 
@@ -3470,7 +3471,7 @@ class Crawler:
             response = error.response if isinstance(error, HTTPError) else None
             if response is not None:
                 self._take_response_facts(record, response)
-            if (type(error) is BodyTooLarge and response.status == 200
+            if (type(error) is BodyTooLarge and response is not None and response.status == 200
                     and record.content_type in HTML_TYPES):
                 # A large page is not broken: its links are in the part read.
                 record.error_kind = "cut_short"
@@ -3924,7 +3925,7 @@ def summarize(crawler):
         lines.append(f"Cut short: {cut_short} HTML page{'' if cut_short == 1 else 's'} larger "
                      "than --max-size, links taken from the part read")
     if crawler.offsite_unchecked:
-        lines.append(f"Off-site: {len(crawler.offsite_unchecked)} off-site links not checked "
+        lines.append(f"Off-site: {len(crawler.offsite_unchecked)} links not checked "
                      "(--external checks them)")
     lines.append(f"Bytes:    {body_bytes} (decoded bodies)")
     lines.append(f"URLs:     {stats['urls']} in {stats['elapsed']:.2f} s, "

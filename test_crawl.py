@@ -6224,6 +6224,16 @@ class CrawlerScopeTest(LoopTestCase):
         in_scope = self.scope(["http://example.test/docs"], scope="path")  # no slash: a file in "/"
         self.assertTrue(in_scope("http://example.test/other"))
 
+    def test_invalid_links_on_the_site_are_reported_in_every_scope(self):
+        pages = {"http://example.test/docs/": html_page("http://example.test:99999/x", "http://other.test:99999/")}
+        for scope in ("host", "origin", "path"):
+            with self.subTest(scope=scope):
+                crawler = crawl.Crawler("http://example.test/docs/", client=FakeClient(pages), robots=False,
+                                        scope=scope)
+                records = self.run_co(crawler.crawl())
+                self.assertEqual(sorted(url for url, r in records.items() if r.error_kind == "invalid_url"),
+                                 ["http://example.test:99999/x"])
+
     def test_scope_from_the_command_line(self):
         parser = crawl.build_parser()
         self.assertEqual(parser.parse_args(["x.test", "--scope", "path"]).scope, "path")
@@ -6837,7 +6847,7 @@ class CrawlerExternalTest(CrawlerTestCase):
                                         "http://www.example.test/"})
         self.assertEqual(crawler.offsite_unchecked, {"http://other.test/ok", "http://other.test/gone",
                                                      "http://hostile.test/x", "http://dead.test/"})
-        self.assertIn("Off-site: 4 off-site links not checked (--external checks them)",
+        self.assertIn("Off-site: 4 links not checked (--external checks them)",
                       crawl.summarize(crawler))
         self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_OK)
 
