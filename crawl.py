@@ -104,7 +104,7 @@ __all__ = [
     # URLs and HTTP (sections 5-6).
     "InvalidURL", "normalize_url", "split_url", "parse_root", "resolve_location",
     "Client", "fetch", "Response", "Fields", "HTTPError", "ProtocolError", "BodyTooLarge",
-    "TruncatedBody", "ContentDecodingError", "read_response",
+    "DecompressionBomb", "TruncatedBody", "ContentDecodingError", "read_response",
     # Links, robots.txt, the crawler and the command line (sections 7-10).
     "extract_links", "RobotsRules", "Crawler", "Record", "crawl", "main",
     # The vocabularies.
@@ -212,6 +212,15 @@ def byte_size(text):
     return value
 
 
+def one_of(*values):
+    """A parse function for one of a few words."""
+    def parse(text):
+        if text not in values:
+            raise _argument_error(f"expected one of {', '.join(values)}; got {text!r}")
+        return text
+    return parse
+
+
 def regular_expression(text):
     try:
         return re.compile(text)
@@ -245,8 +254,23 @@ OPTIONS = (
     Option("max_retry_after", None, 60.0, "crawler",
            help="longest Retry-After (seconds) honoured; a longer one is cut to this"),
     # Scope.
+    Option("scope", "--scope", "host", "crawler", one_of("host", "subdomains", "origin", "path"),
+           "SCOPE", "what is on the site: host (the roots' hosts, with or without www., any "
+           "scheme or port), subdomains (and their subdomains), origin (scheme, host and port "
+           "of a root), path (under a root's directory)"),
     Option("lenient", "--lenient", False, "crawler", SWITCH, None,
-           "also crawl subdomains of the roots' hosts", shown="off"),
+           "the old spelling of --scope subdomains", shown="off"),
+    Option("external", "--external", False, "crawler", SWITCH, None,
+           "check each off-site http(s) link once (HEAD, then GET if HEAD fails); "
+           "never crawl it", shown="off"),
+    Option("external_timeout", None, 10.0, "crawler",
+           help="--timeout for an off-site link: a dead host should not hold a worker for long"),
+    Option("external_tries", None, 2, "crawler",
+           help="--max-tries for an off-site link: one retry for a blip; its owner is not ours "
+                "to hammer"),
+    Option("fragments", "--fragments", False, "crawler", SWITCH, None,
+           "check #name links to pages on the site against their id and <a name> anchors",
+           shown="off"),
     Option("exclude", "--exclude", (), "crawler", REGEXES, "REGEX",
            "skip URLs matching REGEX (repeatable)", shown="none"),
     Option("robots", "--no-robots", True, "crawler", SWITCH, None,
@@ -330,43 +354,60 @@ def take_options(takes, given, what):
     return settings
 
 
-class ErrorKind(collections.namedtuple("ErrorKind", "failure retried meaning")):
-    """failure: the URL counts as failed (exit status 1); retried: a fetch
-    that ends with this kind is tried again (up to max_tries)."""
+class ErrorKind(collections.namedtuple("ErrorKind", "outcome retried meaning")):
+    """outcome: FAILURE (the URL is broken: exit status 1), FETCHED (fetched,
+    not a failure, but the crawler says something about it) or SKIPPED (not
+    fetched by choice: counted, listed on request); retried: a fetch that
+    ends with this kind is tried again (up to max_tries)."""
+
+    __slots__ = ()
+
+    @property
+    def failure(self):
+        return self.outcome == FAILURE
+
+
+FAILURE, FETCHED, SKIPPED = "failure", "fetched", "skipped"
 
 
 ERROR_KINDS = {
     # Failures: something is broken.
-    "timeout": ErrorKind(True, True, "no answer within --timeout"),
-    "refused": ErrorKind(True, False, "the connection was refused: nothing listens on that port "
+    "timeout": ErrorKind(FAILURE, True, "no answer within --timeout"),
+    "refused": ErrorKind(FAILURE, False, "the connection was refused: nothing listens on that port "
                          "(not retried, as wget and curl do not)"),
-    "connect": ErrorKind(True, True, "the host or its network is unreachable"),
-    "dns": ErrorKind(True, False, "the host name does not resolve (a temporary DNS "
+    "connect": ErrorKind(FAILURE, True, "the host or its network is unreachable"),
+    "dns": ErrorKind(FAILURE, False, "the host name does not resolve (a temporary DNS "
                      "failure is retried)"),
-    "tls": ErrorKind(True, False, "the TLS handshake failed: certificate or protocol"),
-    "reset": ErrorKind(True, True, "the server closed or reset the connection early"),
-    "network": ErrorKind(True, True, "another network error"),
-    "protocol": ErrorKind(True, False, "the response is not valid HTTP/1.x"),
-    "too_large": ErrorKind(True, False, "the body is larger than --max-size"),
-    "truncated": ErrorKind(True, True, "the connection ended before the whole body"),
-    "decoding": ErrorKind(True, False, "the gzip or deflate body could not be decoded"),
-    "redirect_limit": ErrorKind(True, False, "a redirect loop, or more than --max-redirect"),
-    "invalid_url": ErrorKind(True, False, "a link or Location that is not a valid URL"),
-    "internal": ErrorKind(True, False, "a bug in crawl.py; the crawl goes on"),
-    # Not fetched by choice: not failures.
-    "robots": ErrorKind(False, False, "disallowed by robots.txt"),
-    "max_depth": ErrorKind(False, False, "deeper than --max-depth"),
-    "max_pages": ErrorKind(False, False, "past --max-pages"),
-    "url_length": ErrorKind(False, False, "longer than --max-url-length"),
-    "path_segments": ErrorKind(False, False, "more path segments than --max-path-segments"),
-    "path_repeats": ErrorKind(False, False, "a run of path segments repeated more than "
-                              "--max-segment-repeats times"),
-    "soft_404": ErrorKind(False, False, "answered as the origin answers a path that cannot "
+    "tls": ErrorKind(FAILURE, False, "the TLS handshake failed: certificate or protocol"),
+    "reset": ErrorKind(FAILURE, True, "the server closed or reset the connection early"),
+    "network": ErrorKind(FAILURE, True, "another network error"),
+    "protocol": ErrorKind(FAILURE, False, "the response is not valid HTTP/1.x"),
+    "too_large": ErrorKind(FAILURE, False, "a compressed body decodes past --max-size at over "
+                           "100:1 (a decompression bomb)"),
+    "truncated": ErrorKind(FAILURE, True, "the connection ended before the whole body"),
+    "decoding": ErrorKind(FAILURE, False, "the gzip or deflate body could not be decoded"),
+    "redirect_limit": ErrorKind(FAILURE, False, "a redirect loop, or more than --max-redirect"),
+    "invalid_url": ErrorKind(FAILURE, False, "a link or Location that is not a valid URL"),
+    "fragment": ErrorKind(FAILURE, False, "a #name link to a page that has no such id or "
+                          "<a name> (--fragments)"),
+    "internal": ErrorKind(FAILURE, False, "a bug in crawl.py; the crawl goes on"),
+    # Fetched, and not failures.
+    "cut_short": ErrorKind(FETCHED, False, "an HTML page larger than --max-size: its links "
+                           "were taken from the first --max-size bytes"),
+    "soft_404": ErrorKind(FETCHED, False, "answered as the origin answers a path that cannot "
                           "exist (a soft 404): fetched, its links not followed"),
-    "interrupted": ErrorKind(False, False, "the crawl was interrupted first"),
+    # Not fetched by choice: not failures.
+    "robots": ErrorKind(SKIPPED, False, "disallowed by robots.txt"),
+    "max_depth": ErrorKind(SKIPPED, False, "deeper than --max-depth"),
+    "max_pages": ErrorKind(SKIPPED, False, "past --max-pages"),
+    "url_length": ErrorKind(SKIPPED, False, "longer than --max-url-length"),
+    "path_segments": ErrorKind(SKIPPED, False, "more path segments than --max-path-segments"),
+    "path_repeats": ErrorKind(SKIPPED, False, "a run of path segments repeated more than "
+                              "--max-segment-repeats times"),
+    "interrupted": ErrorKind(SKIPPED, False, "the crawl was interrupted first"),
 }
 
-NOT_FETCHED_KINDS = tuple(kind for kind, about in ERROR_KINDS.items() if not about.failure)
+NOT_FETCHED_KINDS = tuple(kind for kind, about in ERROR_KINDS.items() if about.outcome == SKIPPED)
 
 # A field with no value is null (None), whatever its type.
 RECORD_FIELDS = {
@@ -375,7 +416,9 @@ RECORD_FIELDS = {
     "reason": "reason phrase; null when there was no response",
     "content_type": "media type of the response, lower case; null when none",
     "charset": "charset parameter of the response; null when none",
-    "size": "body bytes after transfer and content decoding",
+    "size": "body bytes read, after transfer and content decoding (only HTML and CSS "
+            "bodies are read)",
+    "content_length": "the Content-Length field; null when there was none",
     "links": "distinct links found on the page",
     "new_links": "how many of those links were queued",
     "redirect": "the Location target of a redirect, else null",
@@ -2270,6 +2313,12 @@ _HOST_AND_PORT = re.compile(r"[^:/]+:\d*(?:/|\Z)|(?:localhost|[^:/]*\.[^:/]*):",
 
 MAX_FIELD_SECTION_BYTES = 64 * 1024  # a response head (status lines, fields); trailers
 MAX_FIELD_COUNT = 200
+# A body not wanted (read_body said no) is read and dropped when at most
+# this much of it is left, to keep the connection; a longer one closes it.
+DRAIN_LIMIT = 64 * 1024
+# gzip makes HTML 3 to 15 times smaller; a body that decodes past max_size at
+# more than this ratio is a decompression bomb, not a large page.
+MAX_COMPRESSION_RATIO = 100
 IDEMPOTENT_METHODS = {"GET", "HEAD"}
 
 
@@ -2299,6 +2348,13 @@ class ProtocolError(HTTPError):
 class BodyTooLarge(HTTPError):
     """The body is longer than the client's max_size; the partial
     response holds the first max_size bytes."""
+
+    kind = "too_large"
+
+
+class DecompressionBomb(BodyTooLarge):
+    """A compressed body that decodes past max_size at more than
+    MAX_COMPRESSION_RATIO to 1."""
 
     kind = "too_large"
 
@@ -2376,10 +2432,11 @@ class Response:
     it, status line and fields included), truncated (bool: the body is
     partial; only seen on the response attached to an HTTPError), elapsed
     (float seconds from the start of the fetch, connecting included, to
-    the end of the body)."""
+    the end of the body), body_read (bool: False when read_body declined
+    the body), content_length (int or None: the Content-Length field)."""
 
     __slots__ = ("url", "status", "reason", "http_version", "headers", "body",
-                 "wire_bytes", "truncated", "elapsed")
+                 "wire_bytes", "truncated", "elapsed", "body_read", "content_length")
 
     def __init__(self, url, status, reason, http_version, headers, body=b""):
         self.url = url
@@ -2391,6 +2448,8 @@ class Response:
         self.wire_bytes = 0
         self.truncated = False
         self.elapsed = 0.0
+        self.body_read = True
+        self.content_length = None
 
     def __repr__(self):
         return f"<Response {self.status} {self.url} {len(self.body)} bytes>"
@@ -2642,6 +2701,7 @@ class ContentDecoder:
         self._undecided = b""  # deflate: input kept until zlib vs raw is known
         self._fed = False  # whether any compressed byte arrived
         self._trailing_junk = False  # bytes after the last gzip member
+        self.consumed = 0  # compressed bytes decoded so far (the bomb ratio)
         if self.coding in ("gzip", "x-gzip"):
             self._decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
 
@@ -2660,6 +2720,7 @@ class ContentDecoder:
         except zlib.error as error:
             raise ContentDecodingError(f"cannot decode {self.coding} body: {error}",
                                        self.url) from None
+        self.consumed += len(data) - len(self._decompressor.unconsumed_tail)
         rest = self._next_gzip_member()
         while rest and len(decoded) <= room:
             try:
@@ -2694,6 +2755,12 @@ class ContentDecoder:
         except zlib.error:
             self._decompressor = zlib.decompressobj(-zlib.MAX_WBITS)
         return data
+
+    def is_bomb(self):
+        """Whether a body cut at max_size decoded at more than
+        MAX_COMPRESSION_RATIO to 1."""
+        return (self.coding is not None and self.too_large
+                and len(self.body) > MAX_COMPRESSION_RATIO * self.consumed)
 
     def _keep(self, data):
         room = self.max_size - len(self.body)
@@ -2786,11 +2853,17 @@ def _read_chunked_body(stream, decoder, url):
     return "complete"
 
 
-def read_response(stream, method, url, max_body_size=DEFAULT_MAX_BODY_SIZE):
+def read_response(stream, method, url, max_body_size=DEFAULT_MAX_BODY_SIZE, read_body=None):
     """Read one response from stream (a coroutine).
 
+    read_body: None to read every body, or a function of the Response
+    (head only) that says whether to read its body; a body not read is
+    drained when short (DRAIN_LIMIT) and otherwise leaves the connection
+    to be closed, and the Response has body_read False.
+
     Returns (Response, reusable): reusable says whether the connection may
-    carry another request. Raises ProtocolError, BodyTooLarge,
+    carry another request. Raises ProtocolError, BodyTooLarge (with the
+    first max_body_size bytes of the body; DecompressionBomb for a bomb),
     TruncatedBody, ContentDecodingError (each with the partial response
     when the head had arrived), IncompleteReadError when the connection
     closes before a complete head, and OSError / TimeoutError from the
@@ -2800,13 +2873,18 @@ def read_response(stream, method, url, max_body_size=DEFAULT_MAX_BODY_SIZE):
     response = Response(url, status, reason, version, fields)
     decoder = None
     try:
+        try:
+            response.content_length = _content_length(fields, url)
+        except ProtocolError:
+            pass  # body_framing says whether that matters for this response
         framing, length, reusable = body_framing(method, status, fields, url)
-        if length is not None and length > max_body_size:
-            raise BodyTooLarge(f"Content-Length {length} exceeds the limit of "
-                               f"{max_body_size} bytes", url)
+        if framing != "none" and read_body is not None and not read_body(response):
+            response.body_read = False
+            reusable = reusable and (yield from _drain_body(stream, framing, length, url))
+            framing = "none"
         # A response with no body (HEAD, 204, 304, a redirect with
         # Content-Length: 0) has nothing to decode, whatever its encoding says.
-        coding = fields.get("content-encoding") if length != 0 else None
+        coding = fields.get("content-encoding") if length != 0 and framing != "none" else None
         decoder = ContentDecoder(coding, max_body_size, url)
         if framing == "none":
             outcome = "complete"
@@ -2826,8 +2904,14 @@ def read_response(stream, method, url, max_body_size=DEFAULT_MAX_BODY_SIZE):
         response.wire_bytes = stream.bytes_received - stream.buffered() - received_before
     if outcome != "complete":
         response.truncated = True
+        if outcome == "too_large" and decoder.is_bomb():
+            raise DecompressionBomb(f"decoded body exceeds the limit of {max_body_size} bytes "
+                                    f"from {decoder.consumed} compressed bytes", url, response)
         if outcome == "too_large":
-            raise BodyTooLarge(f"body exceeds the limit of {max_body_size} bytes", url, response)
+            declared = f"Content-Length {length}" if framing == "length" and length > max_body_size \
+                else "body"
+            raise BodyTooLarge(f"{declared} exceeds the limit of {max_body_size} bytes",
+                               url, response)
         raise TruncatedBody(f"connection closed after {len(response.body)} of the body's bytes"
                             + (f" (Content-Length {length})" if framing == "length" else ""),
                             url, response)
@@ -2836,6 +2920,24 @@ def read_response(stream, method, url, max_body_size=DEFAULT_MAX_BODY_SIZE):
     reusable = (reusable and framing != "close" and wants_keep_alive(version, fields)
                 and not stream.buffered() and not stream.at_eof())
     return response, reusable
+
+
+def _drain_body(stream, framing, length, url):
+    """Read and drop a body nobody wants when at most DRAIN_LIMIT bytes of
+    it are left; True when the connection is then ready for the next
+    response. A longer body, or one that runs until the server closes, is
+    not read at all: closing costs less than receiving it."""
+    discard = ContentDecoder(None, DRAIN_LIMIT, url)
+    if framing == "length" and length <= DRAIN_LIMIT:
+        outcome = yield from _read_length_body(stream, length, discard)
+    elif framing == "chunked":
+        try:
+            outcome = yield from _read_chunked_body(stream, discard, url)
+        except ProtocolError:  # a body we do not want is not worth an error
+            return False
+    else:
+        return False
+    return outcome == "complete"
 
 
 # Writing a request -------------------------------------------------------------
@@ -2995,10 +3097,12 @@ class Client:
             self._ssl_context = context
         return self._ssl_context
 
-    def fetch(self, url, method="GET", headers=None):
+    def fetch(self, url, method="GET", headers=None, read_body=None, time_limit=None):
         """Fetch url (str) with method "GET" or "HEAD"; return a Response.
 
-        headers: extra (name, value) pairs or a dict. Raises:
+        headers: extra (name, value) pairs or a dict; read_body: see
+        read_response (None reads every body); time_limit: this fetch's
+        timeout instead of the client's. Raises:
           ValueError            the URL is not http(s) or has no host
           socket.gaierror       the host name does not resolve
           OSError               connecting or sending failed
@@ -3014,18 +3118,19 @@ class Client:
         origin = (scheme, host, port)
         request = self._request_bytes(method, target, host_field(scheme, host, port), headers)
         started = get_event_loop().time()
+        how = (method, read_body)
         try:
-            with timeout(self.timeout):
+            with timeout(self.timeout if time_limit is None else time_limit):
                 stream = self.pool.get(origin)
                 if stream is not None:
                     try:
-                        return (yield from self._send_and_read(stream, origin, request, method,
+                        return (yield from self._send_and_read(stream, origin, request, how,
                                                                url, True, started))
                     except _StaleConnection:
                         logger.debug("%s: the server had closed the reused connection; "
                                      "retrying on a new one", url)
                 stream = yield from self._connect(origin)
-                return (yield from self._send_and_read(stream, origin, request, method, url,
+                return (yield from self._send_and_read(stream, origin, request, how, url,
                                                        False, started))
         except TimeoutError as error:
             raise TimeoutError(f"{url}: {error}") from None
@@ -3056,7 +3161,8 @@ class Client:
                      host_field(scheme, host, port), self.connections_opened)
         return stream
 
-    def _send_and_read(self, stream, origin, request, method, url, reused, started):
+    def _send_and_read(self, stream, origin, request, how, url, reused, started):
+        method, read_body = how
         self._active.add(stream)
         reusable = False
         received_before = stream.bytes_received
@@ -3064,7 +3170,7 @@ class Client:
             try:
                 yield from stream.write(request)
                 response, reusable = yield from read_response(stream, method, url,
-                                                              self.max_size)
+                                                              self.max_size, read_body)
             except (ConnectionResetError, BrokenPipeError, IncompleteReadError) as error:
                 nothing_received = stream.bytes_received == received_before
                 retry = reused and nothing_received and method in IDEMPOTENT_METHODS
@@ -3353,18 +3459,19 @@ def css_links(text):
     return found
 
 
-def find_links(text, url, media_type="text/html"):
+def find_links(text, url, media_type="text/html", found=None):
     """Find the links in the text (str) of the HTML page or stylesheet
     (media_type CSS_TYPE) at url and return (links, invalid): links is a
     dict {normalized URL: via} of the distinct links in document order
     (via as RESOURCE_ATTRIBUTES names them, the first way wins), resolved
     against the first <base href> if any; invalid is a list of (raw link,
     reason, via) for links that cannot be valid URLs. A page with <meta
-    name=robots content=nofollow> has no links."""
+    name=robots content=nofollow> has no links. found: what scan_links()
+    found in the text, when the caller has it already."""
     if media_type == CSS_TYPE:
         raws, base = css_links(text), url
     else:
-        found = scan_links(text)
+        found = found or scan_links(text)
         if found.nofollow:
             return {}, []
         raws, base = found.links, url
@@ -3534,6 +3641,22 @@ RETRY_STATUSES = (429, 503)
 TRAP_KINDS = ("url_length", "path_segments", "path_repeats", "soft_404")
 MAX_REFERRERS = 100  # linking pages kept per failed URL (the count has them all)
 
+# The bodies the crawler reads: pages and stylesheets, for their links. Any
+# other response is read up to the end of its head (status, type, length).
+BODY_TYPES = HTML_TYPES + (CSS_TYPE,)
+# Off-site links are checked at most this many at a time per host.
+EXTERNAL_PER_HOST = 2
+
+
+def wants_body(response):
+    """The crawler's read_body: only a 200 page or stylesheet is read."""
+    return response.status == 200 and response.content_type in BODY_TYPES
+
+
+def no_body(response):
+    """The read_body of a GET that stops after the head."""
+    return False
+
 
 
 class Record:
@@ -3549,6 +3672,7 @@ class Record:
         self.content_type = None
         self.charset = None
         self.size = 0
+        self.content_length = None
         self.links = 0
         self.new_links = 0
         self.redirect = None
@@ -3579,8 +3703,9 @@ class Record:
 
     @property
     def is_page(self):
-        """An HTML page fetched with status 200."""
-        return self.status == 200 and self.content_type in HTML_TYPES and self.error is None
+        """An HTML page fetched with status 200 (all of it, or cut short)."""
+        return (self.status == 200 and self.content_type in HTML_TYPES
+                and (self.error is None or self.error_kind == "cut_short"))
 
 
 def describe_error(error, url=None):
@@ -3697,8 +3822,9 @@ class Crawler:
     roots: URLs or host names ("xkcd.com", "http://host:8000/path").
     Options: the keywords of OPTIONS for the "crawler" (max_tasks,
     max_redirect, max_tries, max_pages, max_depth, delay, backoff,
-    max_retry_after, lenient, exclude, robots, max_url_length,
-    max_path_segments, max_segment_repeats, soft_404) and for the "client" (passed
+    max_retry_after, scope, lenient, external, external_timeout, external_tries,
+    fragments, exclude, robots, max_url_length, max_path_segments,
+    max_segment_repeats, soft_404) and for the "client" (passed
     to the Client it makes), with the defaults and meanings given there;
     times in seconds, sizes in bytes. Besides those, on_record is a
     function(Record) called as each URL finishes, and client a Client to
@@ -3726,7 +3852,22 @@ class Crawler:
         self.max_pages = settings["max_pages"]
         self.max_depth = settings["max_depth"]
         self.delay = settings["delay"]
-        self.lenient = settings["lenient"]
+        self.scope = settings["scope"]
+        if settings["lenient"]:  # the old spelling of scope="subdomains"
+            if self.scope not in ("host", "subdomains"):
+                raise ValueError(f"lenient contradicts scope={self.scope!r}")
+            self.scope = "subdomains"
+        if self.scope not in ("host", "subdomains", "origin", "path"):
+            raise ValueError(f"unknown scope {self.scope!r}: host, subdomains, origin or path")
+        self.lenient = self.scope == "subdomains"
+        self.external = settings["external"]
+        self.external_timeout = settings["external_timeout"]  # never longer than --timeout
+        self.external_tries = settings["external_tries"]
+        self.fragments = settings["fragments"]
+        self.anchors = {}  # --fragments: page URL -> its anchors (None: cut short)
+        self.fragment_links = {}  # --fragments: (page URL, fragment) -> [referrer, depth, pages]
+        if self.external_tries < 1:
+            raise ValueError("external_tries must be at least 1")
         exclude = settings["exclude"]
         if isinstance(exclude, (str, re.Pattern)):  # one pattern, not one per character
             exclude = [exclude]
@@ -3752,11 +3893,14 @@ class Crawler:
             raise TypeError(f"Crawler() got client options {sorted(client_options)} "
                             "and a client")
         self.client = client
-        self.scope_hosts = set()
-        self._scope_by_authority = {}
+        if getattr(client, "timeout", None) is not None:
+            self.external_timeout = min(self.external_timeout, client.timeout)
+        self.scope_hosts = set()  # the hosts of the scope, with and without "www."
+        self.scope_origins = set()  # scope origin: "scheme:" + authority
+        self.scope_paths = []  # scope path: URL prefixes
+        self._scope_by_site = {}  # "scheme:" + authority -> on site (host, subdomains, origin)
         for root in self.roots:
-            host = _without_www(url_host(root))
-            self.scope_hosts.update((host, "www." + host))
+            self._add_to_scope(root)
         self.frontier = Queue()
         self.seen = {}  # URL -> how many pages link to it (or redirect to it)
         # URL -> the pages that link to it, beyond its FrontierItem's referrer,
@@ -3773,6 +3917,8 @@ class Crawler:
         self.in_progress = 0  # URLs taken from the frontier and not finished
         self.fetching = 0  # of those, the ones with a request on the wire
         self.fetches_started = 0
+        self.offsite_unchecked = set()  # off-site links seen without --external
+        self._host_slots = {}  # off-site host -> [fetches running, Futures waiting]
         self.interrupted = False
         self.started = self.finished = None
         self._workers = []
@@ -3780,15 +3926,48 @@ class Crawler:
     # Scope -------------------------------------------------------------------
 
     def in_scope(self, url):
-        """Whether url is on the roots' hosts (with or without "www."; any
-        subdomain when lenient) and matches no exclude pattern. Scheme and
-        port do not matter."""
-        authority = url.split("/", 3)[2]
-        in_scope = self._scope_by_authority.get(authority)
-        if in_scope is None:
-            in_scope = self._host_in_scope(split_authority(authority)[0])
-            self._scope_by_authority[authority] = in_scope
-        return in_scope and not any(pattern.search(url) for pattern in self.exclude)
+        """Whether url is on the site and matches no exclude pattern. The
+        site, by scope: "host", the roots' hosts with or without "www."
+        (scheme and port do not matter); "subdomains", those and their
+        subdomains; "origin", a root's scheme, host and port; "path", a
+        URL under a root's directory (the root's path up to its last "/")."""
+        return self.on_site(url) and not self._excluded(url)
+
+    def on_site(self, url):
+        """Whether url is in the scope, excluded or not."""
+        if self.scope_paths:
+            return url.startswith(tuple(self.scope_paths))
+        scheme, _, authority = url.split("/", 3)[:3]
+        site = scheme + authority
+        on_site = self._scope_by_site.get(site)
+        if on_site is None:
+            if self.scope_origins:
+                on_site = site in self.scope_origins
+            else:
+                on_site = self._host_in_scope(split_authority(authority)[0])
+            self._scope_by_site[site] = on_site
+        return on_site
+
+    def _excluded(self, url):
+        return any(pattern.search(url) for pattern in self.exclude)
+
+    def _add_to_scope(self, url):
+        """Put the site of url (a root, or where a root redirects) in the
+        scope; returns how the scope names it."""
+        scheme, _, authority, path = (url.split("/", 3) + [""])[:4]
+        host = _without_www(url_host(url))
+        self.scope_hosts.update((host, "www." + host))  # for invalid links, in every scope
+        if self.scope == "path":
+            added = f"{scheme}//{authority}/{path[:path.rfind('/') + 1]}"
+            self.scope_paths.append(added)
+        elif self.scope == "origin":
+            added = scheme + authority
+            self.scope_origins.add(added)
+            added = f"{scheme}//{authority}"
+        else:
+            added = host
+        self._scope_by_site.clear()
+        return added
 
     def _host_in_scope(self, host):
         return host in self.scope_hosts or (self.lenient and any(
@@ -3859,6 +4038,8 @@ class Crawler:
                          for n in range(self.max_tasks)]
         try:
             yield from self.frontier.join()
+            if self.fragments:
+                self._check_fragments()
         except GeneratorExit:  # dropped without being run to the end: no waiting now
             self._abandon()
             raise
@@ -3931,15 +4112,16 @@ class Crawler:
             return self._not_fetched(record, "max_pages",
                                      f"not fetched: --max-pages {self.max_pages} reached")
         origin = url_origin(url)
+        off_site = not self.on_site(url)  # an off-site link checked with --external
         state = self.origins.get(origin)
         if state is None:
             state = self.origins[origin] = _OriginState(origin[1])
         if self.robots:
-            rules = yield from self._robots_rules(origin, state)
+            rules = yield from self._robots_rules(origin, state, off_site)
             if not rules.can_fetch(url_target(url)):
                 return self._not_fetched(record, rules.error_kind,
                                          rules.reason or "blocked by robots.txt")
-        if self.soft_404 and (state.probe is None or not state.probe.done()):
+        if self.soft_404 and not off_site and (state.probe is None or not state.probe.done()):
             yield from self._probe_soft_404(origin, state)
         if self.max_pages is not None and self.fetches_started >= self.max_pages:
             # Other workers started fetches while this one waited for robots.txt
@@ -3949,7 +4131,10 @@ class Crawler:
         self.fetches_started += 1
         started = self._clock()
         try:
-            yield from self._fetch_and_follow(item, record, state)
+            if off_site:
+                yield from self._check_off_site(url, record, state)
+            else:
+                yield from self._fetch_and_follow(item, record, state)
         except Exception:  # following the links failed: the record still says how long
             record.elapsed = round(self._clock() - started, 6)
             raise
@@ -3960,11 +4145,20 @@ class Crawler:
 
     def _fetch_and_follow(self, item, record, state):
         try:
-            response = yield from self._fetch_with_retries(item.url, record, state)
+            response = yield from self._fetch_with_retries(item.url, record, state,
+                                                           read_body=wants_body)
         except Exception as error:
             record.error_kind, record.error = describe_error(error, item.url)
-            if isinstance(error, HTTPError) and error.response is not None:
-                self._take_response_facts(record, error.response)
+            response = error.response if isinstance(error, HTTPError) else None
+            if response is not None:
+                self._take_response_facts(record, response)
+            if (type(error) is BodyTooLarge and response is not None and response.status == 200
+                    and record.content_type in HTML_TYPES):
+                # A large page is not broken: its links are in the part read.
+                record.error_kind = "cut_short"
+                record.error = (f"cut short: larger than --max-size; links taken from "
+                                f"its first {len(response.body)} bytes")
+                self._follow_links(record, response, item.depth)
         else:
             self._take_response_facts(record, response)
             if response.status in REDIRECT_STATUSES and response.location:
@@ -3986,6 +4180,58 @@ class Crawler:
         record.content_type = self._shared(response.content_type) or None
         record.charset = self._shared(response.charset)
         record.size = len(response.body)
+        record.content_length = response.content_length
+
+    # Skip on first reading: off-site links (--external).
+    def _check_off_site(self, url, record, state):
+        """One check of an off-site link, never crawled further: HEAD, and
+        when HEAD answers an error status (some servers refuse HEAD with
+        403, 404, 405 or 501 and answer GET with 200) or an invalid
+        response, one GET that stops after the head decides. At most
+        EXTERNAL_PER_HOST checks run at once per host."""
+        yield from self._take_host_slot(state.host)
+        try:
+            try:
+                response = yield from self._fetch_with_retries(url, record, state, "HEAD",
+                                                               off_site=True)
+                if response.status >= 400:
+                    response = None
+            except HTTPError:
+                response = None
+            if response is None:
+                response = yield from self._fetch_with_retries(url, record, state, "GET",
+                                                               no_body, off_site=True)
+        except Exception as error:
+            record.error_kind, record.error = describe_error(error)
+            if isinstance(error, HTTPError) and error.response is not None:
+                self._take_response_facts(record, error.response)
+        else:
+            self._take_response_facts(record, response)
+            if response.status in REDIRECT_STATUSES and response.location:
+                try:  # say where it goes; an off-site link is not followed
+                    record.redirect = resolve_location(response.location, url)
+                except ValueError:
+                    pass
+                record.redirect = record.redirect or response.location.strip()
+        finally:
+            self._give_host_slot(state.host)
+
+    def _take_host_slot(self, host):
+        slots = self._host_slots.setdefault(host, [0, collections.deque()])
+        while slots[0] >= EXTERNAL_PER_HOST:
+            waiter = Future()
+            slots[1].append(waiter)
+            yield from waiter
+        slots[0] += 1
+
+    def _give_host_slot(self, host):
+        slots = self._host_slots[host]
+        slots[0] -= 1
+        while slots[1]:
+            waiter = slots[1].popleft()
+            if not waiter.done():  # a cancelled waiter gave up its turn
+                waiter.set_result(None)
+                break
 
     # Skip on first reading: memory per URL.
     def _shared(self, text):
@@ -3998,42 +4244,52 @@ class Crawler:
 
     # Fetching ------------------------------------------------------------------
 
-    def _fetch_with_retries(self, url, record, state):
+    def _fetch_with_retries(self, url, record, state, method="GET", read_body=None,
+                            off_site=False):
         """Fetch url, retrying network errors, timeouts, 429 and 503 up to
         max_tries with exponential back-off (Retry-After honoured up to
         max_retry_after). Running out of file descriptors is waited out and
-        not counted as a try."""
+        not counted as a try. Off-site: external_tries and external_timeout
+        instead of max_tries and the client's timeout."""
+        max_tries = self.external_tries if off_site else self.max_tries
+        time_limit = self.external_timeout if off_site else None
         waited_for_descriptors = 0.0
+        tries = 0
         while True:
             yield from self._polite_wait(state)
+            tries += 1
             record.tries += 1
             try:
-                response = yield from self._fetch_once(url)
+                response = yield from self._fetch_once(url, method, read_body, time_limit)
             except Exception as error:
                 if _out_of_file_descriptors(error):
+                    tries -= 1
                     record.tries -= 1
                     delay = self._wait_for_descriptors(error, waited_for_descriptors)
                     waited_for_descriptors += delay
                     yield from sleep(delay)
                     continue
-                if record.tries >= self.max_tries or not _is_retryable(error):
+                if tries >= max_tries or not _is_retryable(error):
                     raise
-                delay = self.backoff * 2 ** (record.tries - 1)
+                delay = self.backoff * 2 ** (tries - 1)
                 logger.info("%s: %s; retrying in %.1f s", url, describe_error(error, url)[1], delay)
             else:
-                if response.status not in RETRY_STATUSES or record.tries >= self.max_tries:
+                if response.status not in RETRY_STATUSES or tries >= max_tries:
                     return response
-                delay = self.backoff * 2 ** (record.tries - 1)
+                delay = self.backoff * 2 ** (tries - 1)
                 retry_after = parse_retry_after(response.headers.get("retry-after"))
                 if retry_after is not None:
                     delay = min(retry_after, self.max_retry_after)
                 logger.info("%s: status %d; retrying in %.1f s", url, response.status, delay)
             yield from sleep(delay)
 
-    def _fetch_once(self, url):
+    def _fetch_once(self, url, method="GET", read_body=None, time_limit=None):
         self.fetching += 1  # a request on the wire (stats)
         try:
-            return (yield from self.client.fetch(url))
+            if read_body is None and time_limit is None:  # a Client of the caller's own
+                return (yield from self.client.fetch(url, method))
+            return (yield from self.client.fetch(url, method, read_body=read_body,
+                                                 time_limit=time_limit))
         finally:
             self.fetching -= 1
 
@@ -4075,13 +4331,13 @@ class Crawler:
         logger.info("%s %g s between requests to %s: at most %s URLs a minute from it",
                     who, gap, host, _rate(60 / gap), extra={"notice": True})
 
-    def _robots_rules(self, origin, state):
+    def _robots_rules(self, origin, state, off_site=False):
         """The origin's RobotsRules, fetched once; concurrent workers share
         one fetch through a Future."""
         if state.robots is None:
             state.robots = Future()
             try:
-                rules = yield from self._fetch_robots(origin)
+                rules = yield from self._fetch_robots(origin, off_site)
                 logger.info("robots.txt for %s://%s: %s", origin[0],
                             host_field(*origin), rules.summary())
             except BaseException as error:
@@ -4095,7 +4351,7 @@ class Crawler:
             return rules
         return (yield from state.robots)
 
-    def _fetch_robots(self, origin):
+    def _fetch_robots(self, origin, off_site=False):
         """RFC 9309 §2.3.1: 2xx is parsed; up to 5 redirects are followed;
         4xx means no rules; 5xx, 429 or an unreachable server means
         everything is disallowed."""
@@ -4105,7 +4361,8 @@ class Crawler:
         for _ in range(6):
             record = Record(url)
             try:
-                response = yield from self._fetch_with_retries(url, record, _OriginState(None))
+                response = yield from self._fetch_with_retries(url, record, _OriginState(None),
+                                                               off_site=off_site)
             except BodyTooLarge as error:
                 response = error.response  # parse the part that arrived
             except Exception as error:
@@ -4189,7 +4446,7 @@ class Crawler:
             return None
         yield from self._polite_wait(state)
         try:
-            response = yield from self._fetch_once(url)
+            response = yield from self._fetch_once(url, read_body=wants_body)
         except Exception as error:
             logger.info("soft-404 probe %s: %s; soft 404s not spotted",
                         url, describe_error(error, url)[1])
@@ -4236,25 +4493,82 @@ class Crawler:
             record.error_kind = "redirect_limit"
             record.error = (f"too many redirects (more than {self.max_redirect}): "
                             + " -> ".join(hops + (target,)))
-        elif self.in_scope(target):
-            if self._discover(target, item.redirects_left - 1, item.depth, record.url, hops,
-                              "redirect"):
-                record.new_links = 1
+        else:
+            if item.depth == 0 and not self.on_site(target) and not self._excluded(target):
+                # A root, or a redirect from one: the user asked for that site.
+                logger.info("%s added to the scope: a root redirects there",
+                            self._add_to_scope(target))
+            if self.in_scope(target) or (self.external and not self._excluded(target)):
+                if self._discover(target, item.redirects_left - 1, item.depth, record.url, hops,
+                                  "redirect"):
+                    record.new_links = 1
+            elif not self.on_site(target):
+                self.offsite_unchecked.add(target)
 
     def _follow_links(self, record, response, depth):
         body = response.body
         if b"\0" in body[:1024]:
             return  # binary data sent as HTML: nothing to parse
         text = body.decode(html_charset(body, record.charset), "replace")
-        links, invalid = find_links(text, record.url, record.content_type)
+        found = scan_links(text) if self.fragments and record.content_type in HTML_TYPES else None
+        links, invalid = find_links(text, record.url, record.content_type, found)
         record.links = len(links)
         for raw, reason, via in invalid:
             self._invalid_link(raw, reason, record.url, depth + 1, via)
+        if found is not None:  # --fragments: the raw links, fragments and all
+            self._note_fragments(record, text, found, depth + 1)
         seen = self.seen
         for link, via in links.items():  # a link seen before is only counted by _discover
-            if ((link in seen or self.in_scope(link))
-                    and self._discover(link, self.max_redirect, depth + 1, record.url, (), via)):
-                record.new_links += 1
+            if link in seen or self.in_scope(link):
+                if self._discover(link, self.max_redirect, depth + 1, record.url, (), via):
+                    record.new_links += 1
+            elif self.on_site(link):
+                pass  # excluded
+            elif not self.external:
+                self.offsite_unchecked.add(link)
+            elif not self._excluded(link):  # checked once, never crawled
+                self._discover(link, 0, depth + 1, record.url, (), via)
+
+    # Skip on first reading: --fragments.
+    def _note_fragments(self, record, text, found, depth):
+        """Keep the page's anchors, and its #name links (from found, what
+        scan_links found) to pages in scope, for _check_fragments."""
+        self.anchors[record.url] = page_anchors(text) if record.error_kind != "cut_short" else None
+        base = record.url
+        if found.base is not None:
+            try:
+                base = normalize_url(found.base, record.url) or base
+            except ValueError:
+                pass
+        resolve = LinkResolver(base).resolve
+        for raw in dict.fromkeys(raw for raw, _ in found.links if "#" in raw):  # each once
+            link, _, fragment = _clean_link(raw).partition("#")
+            if not fragment:
+                continue
+            target = resolve(link) if link else base  # an invalid link is reported as such
+            if type(target) is str and self.in_scope(target):
+                noted = self.fragment_links.setdefault((target, fragment), [record.url, depth, set()])
+                noted[2].add(record.url)
+
+    def _check_fragments(self):
+        """After the crawl: a record (kind "fragment") for each #name link
+        whose page was fetched whole as HTML and has no such anchor. The
+        fragment is percent-decoded and "top" needs no anchor, as the HTML
+        standard's "find a potential indicated element" says."""
+        for (target, fragment), (referrer, depth, pages) in self.fragment_links.items():
+            page, hops = target, 0
+            while hops < self.max_redirect and page in self.records and self.records[page].redirect:
+                page, hops = self.records[page].redirect, hops + 1
+            anchors = self.anchors.get(page)
+            name = urllib.parse.unquote(fragment, errors="replace")
+            if anchors is None or name in anchors or name.lower() == "top":
+                continue
+            url = f"{target}#{fragment}"
+            self.seen[url] = len(pages)
+            record = Record(url, depth, referrer)
+            record.error_kind = "fragment"
+            record.error = f"no id or <a name> {name!r} on {page}"
+            self._finish(record)
 
     # Skip on first reading: links that cannot be valid URLs.
     def _invalid_link(self, raw, reason, referrer, depth, via="link"):
@@ -4310,6 +4624,24 @@ class Crawler:
         }
 
 
+# The anchors of a page for --fragments: every id="..." and name="..."
+# attribute. A regular expression, not html.parser, which would make
+# --fragments cost six times the crawl (measured). It finds a superset (an
+# id in a comment, a form field's name, "id = x" in prose): that can hide a
+# missing anchor, never report one that is there.
+_ANCHOR = re.compile(r"""[\s"'/](?:[iI][dD]|[nN][aA][mM][eE])[ \t\n\f\r]*=[ \t\n\f\r]*"""
+                     r"""(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
+
+
+def page_anchors(text):
+    """The ids and names of an HTML page (str), character references decoded."""
+    anchors = set()
+    for quoted, single, bare in _ANCHOR.findall(text):
+        value = quoted or single or bare
+        anchors.add(html.unescape(value) if "&" in value else value)
+    return anchors
+
+
 def _without_www(host):
     return host[4:] if host.startswith("www.") else host
 
@@ -4339,8 +4671,9 @@ def format_record(record, verbose=False):
     to it and how many others do; verbose lists those others too."""
     status = str(record.status) if record.status is not None else "---"
     line = f"{status:>3} {record.url}"
-    if record.status is not None:
-        line += f"  {record.content_type or '-'}  {record.size} bytes"
+    if record.status is not None:  # a body not read (not HTML or CSS): its Content-Length
+        size = record.size or record.content_length or 0
+        line += f"  {record.content_type or '-'}  {size} bytes"
         if record.links:
             line += f"  {record.new_links}/{record.links} new links"
     if record.redirect:
@@ -4382,8 +4715,7 @@ def summarize(crawler):
     errors = collections.Counter(record.error_kind for record in records
                                  if record.error_kind not in NOT_FETCHED_KINDS + (None,))
     not_fetched = collections.Counter(record.error_kind for record in records
-                                      if record.error_kind in NOT_FETCHED_KINDS
-                                      and record.status is None)  # a soft 404 was fetched
+                                      if record.error_kind in NOT_FETCHED_KINDS)
     failures = collections.Counter(record.error_kind or f"{record.status // 100}xx"
                                    for record in records if record.failed)
     body_bytes = sum(record.size for record in records)
@@ -4404,6 +4736,13 @@ def summarize(crawler):
     traps = _trap_counts(records)
     if traps:
         lines.append("Traps:    " + traps)
+    cut_short = sum(record.error_kind == "cut_short" for record in records)
+    if cut_short:
+        lines.append(f"Cut short: {cut_short} HTML page{'' if cut_short == 1 else 's'} larger "
+                     "than --max-size, links taken from the part read")
+    if crawler.offsite_unchecked:
+        lines.append(f"Off-site: {_plural(len(crawler.offsite_unchecked), 'link')} not checked "
+                     "(--external checks them)")
     lines.append(f"Bytes:    {body_bytes} (decoded bodies)")
     lines.append(f"URLs:     {stats['urls']} in {stats['elapsed']:.2f} s, {stats['fetched']} "
                  f"fetched, {_rate(stats['fetched_per_second'])} fetches/s")
@@ -4566,6 +4905,9 @@ examples:
   python3 crawl.py -q localhost:8000 -o - | jq -r .url
                                                    every URL found, one a line
   python3 crawl.py https://example.com/ --exclude '\\.pdf$' --delay 0.5
+  python3 crawl.py -q --external --fragments https://example.com/
+                                                 a link check for CI: every link,
+                                                 on the site and off it
 
 exit status: 0 all URLs fine (2xx/3xx, or not fetched by choice), 1 some URL
 failed (error, 4xx, 5xx) or the --output file could not be written, 2 bad

@@ -1114,7 +1114,7 @@ class FakeClient:
         self.fetched = []
         self.closed = False
 
-    def fetch(self, url, method="GET", headers=None):
+    def fetch(self, url, method="GET", headers=None, read_body=None, time_limit=None):
         self.fetched.append(url)
         yield from crawl.sleep(0)
         page = self.pages.get(url)
@@ -1123,8 +1123,12 @@ class FakeClient:
         if page is None:
             page = Page("not found", status=404, content_type="text/plain")
         fields = crawl.Fields(page.headers + [("Content-Length", str(len(page.body)))])
-        return crawl.Response(url, page.status, http.HTTPStatus(page.status).phrase,
-                              "HTTP/1.1", fields, page.body)
+        response = crawl.Response(url, page.status, http.HTTPStatus(page.status).phrase,
+                                  "HTTP/1.1", fields, page.body)
+        response.content_length = len(page.body)
+        if method == "HEAD" or (read_body is not None and not read_body(response)):
+            response.body, response.body_read = b"", method == "HEAD"
+        return response
 
     def close(self):
         self.closed = True
@@ -1413,9 +1417,9 @@ class VocabularyTest(unittest.TestCase):
                          tuple(crawl.RECORD_FIELDS))
 
     def test_readme_error_kinds_are_the_declaration(self):
-        rows = readme_table("| kind | failure | retried | meaning |")
+        rows = readme_table("| kind | outcome | retried | meaning |")
         yes_no = {True: "yes", False: "no"}
-        self.assertEqual(rows, [[f"`{kind}`", yes_no[about.failure], yes_no[about.retried],
+        self.assertEqual(rows, [[f"`{kind}`", about.outcome, yes_no[about.retried],
                                  about.meaning] for kind, about in crawl.ERROR_KINDS.items()])
 
     def test_parser_defaults_and_help_come_from_the_declaration(self):
@@ -1525,9 +1529,8 @@ class VocabularyTest(unittest.TestCase):
                     crawl.TruncatedBody, crawl.ContentDecodingError):
             self.assertIn(cls.kind, crawl.ERROR_KINDS)
         self.assertEqual(crawl.NOT_FETCHED_KINDS, ("robots", "max_depth", "max_pages", "url_length",
-                                                   "path_segments", "path_repeats", "soft_404",
-                                                   "interrupted"))
-        self.assertEqual([kind for kind in crawl.TRAP_KINDS if kind not in crawl.NOT_FETCHED_KINDS], [])
+                                                   "path_segments", "path_repeats", "interrupted"))
+        self.assertEqual([kind for kind in crawl.TRAP_KINDS if crawl.ERROR_KINDS[kind].failure], [])
 
     def test_retries_and_failures_follow_the_table(self):
         samples = {
@@ -4257,10 +4260,11 @@ class _HTTPPieceSocket:
 _HTTP_WAITS = "waits for more bytes"
 
 
-def _http_read(stream, method="GET", max_body_size=crawl.DEFAULT_MAX_BODY_SIZE, url=_HTTP_URL):
+def _http_read(stream, method="GET", max_body_size=crawl.DEFAULT_MAX_BODY_SIZE, url=_HTTP_URL,
+               read_body=None):
     """Run crawl.read_response on a stream over an _HTTPPieceSocket to its
     end: (Response, reusable), the exception raised, or _HTTP_WAITS."""
-    coro = crawl.read_response(stream, method, url, max_body_size)
+    coro = crawl.read_response(stream, method, url, max_body_size, read_body)
     try:
         coro.send(None)
     except StopIteration as stop:
@@ -4274,20 +4278,22 @@ def _http_read(stream, method="GET", max_body_size=crawl.DEFAULT_MAX_BODY_SIZE, 
     raise AssertionError("read_response waited for I/O on a stream that never blocks")
 
 
-def _http_feed(messages, method="GET", max_body_size=crawl.DEFAULT_MAX_BODY_SIZE, eof=True):
+def _http_feed(messages, method="GET", max_body_size=crawl.DEFAULT_MAX_BODY_SIZE, eof=True,
+               read_body=None):
     """Outcomes (see _http_read) of reading one response per message from
     one stream: messages is a list of piece lists; the pieces of a message
     arrive after the previous response was read (as a server answers each
     request), and EOF (if eof) after the last. Later messages are read
-    with GET; the reading stops at the first outcome that is not a
-    response."""
+    with GET and read whole; the reading stops at the first outcome that
+    is not a response."""
     sock = _HTTPPieceSocket()
     stream = crawl.Stream(sock)
     outcomes = []
     for number, pieces in enumerate(messages):
         sock.feed(pieces)
         sock.eof = eof and number == len(messages) - 1
-        outcomes.append(_http_read(stream, method if number == 0 else "GET", max_body_size))
+        outcomes.append(_http_read(stream, method if number == 0 else "GET", max_body_size,
+                                   read_body=read_body if number == 0 else None))
         if not isinstance(outcomes[-1], tuple):
             break
     return outcomes
@@ -4369,26 +4375,29 @@ def _http_summary(outcome):
 
 
 def _http_case(name, data, method="GET", max_body_size=crawl.DEFAULT_MAX_BODY_SIZE, eof=True,
-               then=(), **expect):
-    """One table row: data (the response bytes) read with method and
-    max_body_size, the connection closed after it (eof) or held open.
+               then=(), read_body=None, **expect):
+    """One table row: data (the response bytes) read with method,
+    max_body_size and read_body, the connection closed after it (eof) or
+    held open.
     then: (bytes, body) of responses that follow on the same connection,
     each after the one before was read (the connection is in sync).
 
     expect, for a response: status, reason, version, headers (the items),
     get ({name: headers.get(name)}), get_all ({name: list}), field_count,
-    body, body_has (a bytes fragment), content_type, charset, reusable,
+    body, body_has (a bytes fragment), content_type, charset, body_read,
+    content_length, reusable,
     wire_bytes ("all" for len(data)); for an error: error (the type), message (fragments of
     str(error)), kind, partial (the same keys, for error.response; None for
     no response)."""
     response_keys = {"status", "reason", "version", "headers", "get", "get_all", "field_count",
-                     "body", "body_has", "content_type", "charset", "wire_bytes"}
+                     "body", "body_has", "content_type", "charset", "wire_bytes", "body_read",
+                     "content_length"}
     unknown = set(expect) - response_keys - {"reusable", "error", "message", "kind", "partial"}
     unknown |= set(expect.get("partial") or ()) - response_keys
     if unknown:  # a misspelt expectation would check nothing
         raise TypeError(f"{name}: unknown expectations {sorted(unknown)}")
     return {"name": name, "data": data, "method": method, "max_body_size": max_body_size,
-            "eof": eof, "then": list(then), "expect": expect}
+            "eof": eof, "then": list(then), "read_body": read_body, "expect": expect}
 
 
 def _http_check_response(test, response, expect, data, context):
@@ -4397,7 +4406,8 @@ def _http_check_response(test, response, expect, data, context):
         "version": lambda: response.http_version, "headers": lambda: response.headers.items(),
         "field_count": lambda: len(response.headers), "body": lambda: response.body,
         "wire_bytes": lambda: response.wire_bytes, "content_type": lambda: response.content_type,
-        "charset": lambda: response.charset,
+        "charset": lambda: response.charset, "body_read": lambda: response.body_read,
+        "content_length": lambda: response.content_length,
     }
     for key, value in expect.items():
         if key in checks:
@@ -4459,7 +4469,7 @@ def _http_check_table(test, cases):
     for case in cases:
         with test.subTest(case=case["name"]):
             messages = [case["data"]] + [sent for sent, _ in case["then"]]
-            args = (case["method"], case["max_body_size"], case["eof"])
+            args = (case["method"], case["max_body_size"], case["eof"], case["read_body"])
             whole = None
             for name, pieces in _http_feedings(messages):
                 outcomes = _http_feed(pieces, *args)
@@ -4472,7 +4482,7 @@ def _http_check_table(test, cases):
                         end = outcome[0].wire_bytes if isinstance(outcome, tuple) else None
                         if end is not None and end < len(messages[number]):
                             cut = [[m] for m in messages[:number]] + [[messages[number][:end]]]
-                            alone = _http_feed(cut, *args[:2], eof=False)[number]
+                            alone = _http_feed(cut, *args[:2], eof=False, read_body=args[3])[number]
                             unseen[number] = (end, _http_summary(alone))
                     continue
                 got = [_http_summary(outcome) for outcome in outcomes]
@@ -4928,7 +4938,7 @@ class HTTPBodyFramingTest(HTTPLayerTestCase):
             "conflicting lengths": (crawl.ProtocolError, b"Content-Length: 84\r\nContent-Length: 90\r\n\r\n"),
             "bad length": (crawl.ProtocolError, b"Content-Length: abc\r\n\r\n"),
             "br": (crawl.ContentDecodingError, b"Content-Encoding: br\r\nContent-Length: 4\r\n\r\nxxxx"),
-            "too large": (crawl.BodyTooLarge, b"Content-Length: 99999999\r\n\r\n"),
+            "too large": (crawl.BodyTooLarge, b"Content-Length: 99999999\r\n\r\n" + bytes((1 << 20) + 1)),
             "truncated": (crawl.TruncatedBody, b"Content-Length: 10\r\n\r\nabc"),
         }
         _http_check_table(self, [
@@ -5041,14 +5051,14 @@ class HTTPContentEncodingTest(HTTPLayerTestCase):
 # Limits --------------------------------------------------------------------------
 class HTTPBodySizeLimitTest(HTTPLayerTestCase):
 
-    def test_content_length_over_limit_fails_at_the_head(self):
+    def test_content_length_over_limit_is_read_up_to_the_limit(self):
         # Only 10 of the declared bytes are sent, and the connection is held
-        # open: a reader that read on would wait instead of failing.
+        # open: a reader that read on past the limit would wait instead.
         _http_check_table(self, [_http_case(
             "Content-Length over the limit", b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
-            b"Content-Length: 2000000\r\n\r\n0123456789", max_body_size=1 << 20, eof=False,
-            error=crawl.BodyTooLarge, message="Content-Length 2000000",
-            partial={"status": 200, "body": b""})])
+            b"Content-Length: 2000000\r\n\r\n0123456789", max_body_size=5, eof=False,
+            error=crawl.BodyTooLarge, message="Content-Length 2000000 exceeds the limit of 5 bytes",
+            partial={"status": 200, "body": b"01234"})])
 
     def test_bodies_over_the_limit_are_cut_at_the_limit(self):
         limit = 100000
@@ -5073,6 +5083,89 @@ class HTTPBodySizeLimitTest(HTTPLayerTestCase):
             _http_case("gzip", http_response(gzip.compress(body), headers=[("Content-Encoding", "gzip")]),
                        eof=False, **whole),
         ])
+
+    def test_a_large_compressed_page_is_not_a_bomb(self):
+        # Text compresses 3 to 15 times; a body past the limit at such a
+        # ratio is a large page (BodyTooLarge), at over 100:1 a bomb.
+        rng = random.Random(7)
+        page = " ".join(rng.choice(("link", "page", "<a href=x>", "text", "1", "2"))
+                        for _ in range(60000)).encode()
+        packed = gzip.compress(page)
+        self.assertLess(len(page) / len(packed), 10)
+        large = _http_feed([[http_response(packed, headers=[("Content-Encoding", "gzip")])]],
+                           max_body_size=100000)[0]
+        self.assertIs(type(large), crawl.BodyTooLarge)
+        self.assertEqual(large.response.body, page[:100000])
+        self.assertIn("body exceeds the limit of 100000 bytes", str(large))
+        bomb = _http_feed([[http_response(compression_bomb("gzip"), headers=[("Content-Encoding", "gzip")])]],
+                          max_body_size=100000)[0]
+        self.assertIs(type(bomb), crawl.DecompressionBomb)
+        self.assertEqual(bomb.kind, "too_large")
+        self.assertRegex(str(bomb), r"decoded body exceeds the limit of 100000 bytes from \d+ compressed")
+
+
+# Bodies not read -----------------------------------------------------------------
+class HTTPBodyNotReadTest(HTTPLayerTestCase):
+    # read_body says no: the head is read, the body is drained when short
+    # (the connection carries the next response) or left (it is closed).
+
+    def test_bodies_not_wanted(self):
+        def never(response):
+            return False
+
+        nxt = (http_response("next"), b"next")
+        skip = dict(read_body=never, status=200, body=b"", body_read=False)
+        big = 30 * 1000 * 1000
+        _http_check_table(self, [
+            _http_case("short: drained", http_response(b"x" * 1000), eof=False, then=[nxt],
+                       content_length=1000, reusable=True, wire_bytes="all", **skip),
+            _http_case("just short enough", http_response(bytes(crawl.DRAIN_LIMIT)), eof=False,
+                       then=[nxt], reusable=True, wire_bytes="all", **skip),
+            _http_case("chunked, short: drained", http_response(
+                b"", headers=[("Transfer-Encoding", "chunked")], length=False) + chunked_body(b"y" * 3000, 1000),
+                eof=False, then=[nxt], content_length=None, reusable=True, wire_bytes="all", **skip),
+            # 30 MB declared, 100 kB sent, the connection held open: nothing
+            # past the head is waited for.
+            _http_case("long: left", http_response(b"", headers=[("Content-Length", str(big))], length=False)
+                       + bytes(100000), eof=False, content_length=big, reusable=False, **skip),
+            _http_case("one byte too long", http_response(bytes(crawl.DRAIN_LIMIT + 1)), eof=False,
+                       reusable=False, **skip),
+            _http_case("until close: left", b"HTTP/1.0 200 OK\r\n\r\n" + bytes(5000), eof=False,
+                       reusable=False, **skip),
+            _http_case("gzip, short: drained, not decoded", http_response(
+                b"not gzip at all", headers=[("Content-Encoding", "gzip")]), eof=False, then=[nxt],
+                reusable=True, **skip),
+        ])
+        # A long chunked body is read up to DRAIN_LIMIT, then left: how far
+        # past it the reading went depends on how the bytes arrived.
+        chunked = http_response(b"", headers=[("Transfer-Encoding", "chunked")], length=False)
+        data = chunked + chunked_body(bytes(100000), 10000)
+        for name, pieces in (("whole", [data]), ("byte by byte", _http_byte_pieces(data))):
+            response, reusable = _http_feed([pieces], eof=False, read_body=never)[0]
+            self.assertEqual((response.status, response.body, response.body_read, reusable),
+                             (200, b"", False, False), name)
+            self.assertGreater(response.wire_bytes, len(chunked) + crawl.DRAIN_LIMIT, name)
+
+    def test_read_body_decides_on_the_head(self):
+        html = html_bytes("/a")
+        heads = []
+
+        def html_only(response):
+            heads.append((response.status, response.content_type, response.content_length, response.body))
+            return response.content_type == "text/html"
+
+        _http_check_table(self, [
+            _http_case("wanted", http_response(html, headers=[("Content-Type", "text/html")]),
+                       read_body=html_only, body=html, body_read=True, content_length=len(html)),
+            _http_case("not wanted", http_response(b"%PDF-1.7", headers=[("Content-Type", "application/pdf")]),
+                       read_body=html_only, body=b"", body_read=False, content_length=8),
+            # No body to decide on: read_body is not asked.
+            _http_case("HEAD", http_response(b"", headers=[("Content-Length", "30000000")], length=False),
+                       method="HEAD", read_body=html_only, body=b"", body_read=True, content_length=30000000),
+            _http_case("204", b"HTTP/1.1 204 No Content\r\n\r\n", read_body=html_only, body_read=True),
+        ])
+        self.assertEqual(heads[0], (200, "text/html", len(html), b""))
+        self.assertEqual({head[1] for head in heads}, {"text/html", "application/pdf"})
 
 
 # Byte-at-a-time ------------------------------------------------------------------
@@ -5643,7 +5736,8 @@ class HTTPSocketsClosedTest(HTTPLayerTestCase):
             "/truncated": answer_and_close(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc"),
             "/protocol": answer_and_hold(b"ICY 200 OK\r\n\r\n"),
             "/silent": answer_and_hold(b""),
-            "/too-large": answer_and_hold(b"HTTP/1.1 200 OK\r\nContent-Length: 99999999\r\n\r\n"),
+            "/too-large": answer_and_hold(b"HTTP/1.1 200 OK\r\nContent-Length: 99999999\r\n\r\n"
+                                          + bytes((1 << 20) + 1)),
             "/gzip-bad": answer_and_hold(http_response(b"nope", headers=[("Content-Encoding", "gzip")])),
         })
         try:
@@ -6505,6 +6599,61 @@ class CrawlerScopeTest(LoopTestCase):
         for url in ("http://badexample.test/", "http://example.test.evil.test/", "http://other.test/"):
             self.assertFalse(in_scope(url), url)
 
+    def test_scope_subdomains_is_lenient(self):
+        for options in ({"scope": "subdomains"}, {"lenient": True}, {"lenient": True, "scope": "host"}):
+            in_scope = self.scope(["www.example.test"], **options)
+            self.assertTrue(in_scope("https://a.b.example.test:8443/"), options)
+            self.assertFalse(in_scope("http://badexample.test/"), options)
+        for scope in ("origin", "path"):
+            with self.assertRaisesRegex(ValueError, f"lenient contradicts scope='{scope}'"):
+                self.scope(["example.test"], scope=scope, lenient=True)
+        with self.assertRaisesRegex(ValueError, "unknown scope 'site'"):
+            self.scope(["example.test"], scope="site")
+
+    def test_scope_origin(self):
+        # The port counts: two local services on one host are two sites.
+        in_scope = self.scope(["http://localhost:8000/", "https://example.test/a"], scope="origin")
+        for url in ("http://localhost:8000/", "http://localhost:8000/x?y", "https://example.test/",
+                    "https://example.test/b/c"):
+            self.assertTrue(in_scope(url), url)
+        for url in ("http://localhost:8001/", "https://localhost:8000/", "http://localhost/",
+                    "http://example.test/", "https://www.example.test/", "https://example.test:8443/",
+                    "https://sub.example.test/"):
+            self.assertFalse(in_scope(url), url)
+
+    def test_scope_path(self):
+        # Under the root's directory: its path up to the last "/", as wget --no-parent.
+        in_scope = self.scope(["http://example.test/docs/guide/index.html", "http://other.test:81/a/"],
+                              scope="path", exclude=[r"\.pdf$"])
+        for url in ("http://example.test/docs/guide/", "http://example.test/docs/guide/index.html",
+                    "http://example.test/docs/guide/deeper/page.html", "http://example.test/docs/guide/?q",
+                    "http://other.test:81/a/b"):
+            self.assertTrue(in_scope(url), url)
+        for url in ("http://example.test/docs/", "http://example.test/docs/guide", "http://example.test/",
+                    "http://example.test/docs/guidebook/", "https://example.test/docs/guide/x",
+                    "http://www.example.test/docs/guide/x", "http://other.test/a/b",
+                    "http://example.test/docs/guide/x.pdf"):
+            self.assertFalse(in_scope(url), url)
+        in_scope = self.scope(["http://example.test/docs"], scope="path")  # no slash: a file in "/"
+        self.assertTrue(in_scope("http://example.test/other"))
+
+    def test_invalid_links_on_the_site_are_reported_in_every_scope(self):
+        pages = {"http://example.test/docs/": html_page("http://example.test:99999/x", "http://other.test:99999/")}
+        for scope in ("host", "origin", "path"):
+            with self.subTest(scope=scope):
+                crawler = crawl.Crawler("http://example.test/docs/", client=FakeClient(pages), robots=False,
+                                        scope=scope)
+                records = self.run_co(crawler.crawl())
+                self.assertEqual(sorted(url for url, r in records.items() if r.error_kind == "invalid_url"),
+                                 ["http://example.test:99999/x"])
+
+    def test_scope_from_the_command_line(self):
+        parser = crawl.build_parser()
+        self.assertEqual(parser.parse_args(["x.test", "--scope", "path"]).scope, "path")
+        with contextlib.redirect_stderr(io.StringIO()) as stderr, self.assertRaises(SystemExit):
+            parser.parse_args(["x.test", "--scope", "site"])
+        self.assertIn("expected one of host, subdomains, origin, path; got 'site'", stderr.getvalue())
+
     def test_several_roots(self):
         in_scope = self.scope(["one.test", "http://two.test:8000/x"])
         self.assertTrue(in_scope("http://one.test/"))
@@ -6587,7 +6736,7 @@ class CrawlerRecordUnitTest(unittest.TestCase):
         record = crawl.Record("http://h.test/", 2, "http://h.test/r")
         self.assertEqual(record.as_dict(), {
             "url": "http://h.test/", "status": None, "reason": None, "content_type": None,
-            "charset": None, "size": 0, "links": 0, "new_links": 0, "redirect": None,
+            "charset": None, "size": 0, "content_length": None, "links": 0, "new_links": 0, "redirect": None,
             "error": None, "error_kind": None, "failed": False, "tries": 0, "elapsed": 0.0,
             "depth": 2, "referrer": "http://h.test/r", "via": "link", "linked_from": None, "referrers": None})
         self.assertEqual(tuple(record.as_dict()), tuple(crawl.RECORD_FIELDS))
@@ -6672,23 +6821,23 @@ class CrawlerSiteTest(CrawlerTestCase):
         got = {url: dict(record.as_dict(), elapsed=None) for url, record in records.items()}
         self.assertEqual(got[site.url("/")], {
             "url": site.url("/"), "status": 200, "reason": "OK", "content_type": "text/html",
-            "charset": "utf-8", "size": len(root.body), "links": 3, "new_links": 3, "redirect": None,
+            "charset": "utf-8", "size": len(root.body), "content_length": len(root.body), "links": 3, "new_links": 3, "redirect": None,
             "error": None, "error_kind": None, "failed": False, "tries": 1, "elapsed": None,
             "depth": 0, "referrer": None, "via": "root", "linked_from": None, "referrers": None})
         self.assertEqual(got[site.url("/a")], {
             "url": site.url("/a"), "status": 200, "reason": "OK", "content_type": "text/html",
-            "charset": "utf-8", "size": 15, "links": 0, "new_links": 0, "redirect": None,
+            "charset": "utf-8", "size": 15, "content_length": 15, "links": 0, "new_links": 0, "redirect": None,
             "error": None, "error_kind": None, "failed": False, "tries": 1, "elapsed": None,
             "depth": 1, "referrer": site.url("/"), "via": "link", "linked_from": None, "referrers": None})
         self.assertEqual(got[site.url("/missing")], {
             "url": site.url("/missing"), "status": 404, "reason": "Not Found", "content_type": "text/plain",
-            "charset": None, "size": 9, "links": 0, "new_links": 0, "redirect": None,
+            "charset": None, "size": 0, "content_length": 9, "links": 0, "new_links": 0, "redirect": None,
             "error": None, "error_kind": None, "failed": True, "tries": 1, "elapsed": None,
             "depth": 1, "referrer": site.url("/"), "via": "link", "linked_from": 1, "referrers": [site.url("/")]})
         private = records[site.url("/private")]
         self.assertEqual(dict(got[site.url("/private")], error=None), {
             "url": site.url("/private"), "status": None, "reason": None, "content_type": None,
-            "charset": None, "size": 0, "links": 0, "new_links": 0, "redirect": None,
+            "charset": None, "size": 0, "content_length": None, "links": 0, "new_links": 0, "redirect": None,
             "error": None, "error_kind": "robots", "failed": False, "tries": 0, "elapsed": None,
             "depth": 1, "referrer": site.url("/"), "via": "link", "linked_from": None, "referrers": None})
         self.assertEqual(private.elapsed, 0.0)
@@ -6950,6 +7099,26 @@ class CrawlerSiteTest(CrawlerTestCase):
 
 class CrawlerRedirectTest(CrawlerTestCase):
 
+    def test_a_root_that_redirects_to_another_host_brings_it_into_scope(self):
+        client = FakeClient({
+            "http://example.test/": redirect("https://www.moved.test/start", 301),
+            "https://www.moved.test/start": html_page("/page", "http://moved.test/other",
+                                                      "http://elsewhere.test/"),
+            "https://www.moved.test/page": html_page("/start"),
+            "http://moved.test/other": redirect("http://far.test/", 301),
+        })
+        with self.assertLogs("crawl", "INFO") as logs:
+            crawler, records = self.crawl_site("http://example.test/", client=client, robots=False)
+        self.assertEqual(set(records), {"http://example.test/", "https://www.moved.test/start",
+                                        "https://www.moved.test/page", "http://moved.test/other"})
+        self.assert_record(records["https://www.moved.test/start"], status=200, depth=0, new_links=2,
+                           referrer="http://example.test/")
+        self.assertIn("INFO:crawl:moved.test added to the scope: a root redirects there", logs.output)
+        # Only a root's redirects widen the scope: a page's redirect to
+        # far.test leaves it off-site (and counted as not checked).
+        self.assertEqual(crawler.offsite_unchecked, {"http://elsewhere.test/", "http://far.test/"})
+        self.assertFalse(crawler.in_scope("http://far.test/"))
+
     def test_each_redirect_status_followed(self):
         statuses = (301, 302, 303, 307, 308)
         routes = {"/": html_page(*[f"/r{s}" for s in statuses])}
@@ -7048,6 +7217,245 @@ class CrawlerRedirectTest(CrawlerTestCase):
         self.assertEqual(a.targets, ["/robots.txt", "/"])
         self.assertEqual(b.targets[:2], ["/robots.txt", "/?%C5%A0"])
         self.assertEqual(set(records), {a.url(), target, b.url("/b2")})
+
+
+class OffSiteClient(FakeClient):
+    """A FakeClient that notes (method, url, time_limit) per fetch, answers
+    HEAD with 405 for the URLs in head_refused (as some servers do), and
+    takes `busy` seconds per fetch, counting the fetches running per host."""
+
+    def __init__(self, pages, head_refused=(), busy=0.0):
+        super().__init__(pages)
+        self.head_refused = set(head_refused)
+        self.busy = busy
+        self.requests = []
+        self.running = collections.Counter()
+        self.most_running = collections.Counter()
+
+    def fetch(self, url, method="GET", headers=None, read_body=None, time_limit=None):
+        host = crawl.url_host(url)
+        self.requests.append((method, url, time_limit))
+        self.running[host] += 1
+        self.most_running[host] = max(self.most_running[host], self.running[host])
+        try:
+            yield from crawl.sleep(self.busy)
+            if method == "HEAD" and url in self.head_refused:
+                return crawl.Response(url, 405, "Method Not Allowed", "HTTP/1.1", crawl.Fields())
+            return (yield from super().fetch(url, method, headers, read_body, time_limit))
+        finally:
+            self.running[host] -= 1
+
+
+class CrawlerExternalTest(CrawlerTestCase):
+
+    SITE = {
+        "http://example.test/": html_page("/a", "http://other.test/ok", "http://other.test/gone",
+                                          "http://hostile.test/x", "http://dead.test/", "mailto:me@example.test"),
+        "http://example.test/a": html_page("http://other.test/ok", "http://www.example.test/"),
+        "http://www.example.test/": html_page(),
+        "http://other.test/ok": html_page("http://other.test/deeper"),
+        "http://hostile.test/x": Page("%PDF-1.7", content_type="application/pdf"),
+        "http://dead.test/robots.txt": ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"),
+        "http://dead.test/": ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"),
+    }
+
+    def test_off_site_links_are_checked_once_and_never_crawled(self):
+        client = OffSiteClient(self.SITE, head_refused={"http://hostile.test/x"})
+        crawler, records = self.crawl_site("http://example.test/", client=client, external=True)
+        root = "http://example.test/"
+        self.assertEqual(set(records), {root, "http://example.test/a", "http://www.example.test/",
+                                        "http://other.test/ok", "http://other.test/gone",
+                                        "http://hostile.test/x", "http://dead.test/"})
+        self.assert_record(records["http://other.test/ok"], status=200, tries=1, links=0, size=0,
+                           referrer=root, depth=1, error=None)
+        self.assertEqual(crawler.seen["http://other.test/ok"], 2)  # linked from two pages, checked once
+        # HEAD refused, then one GET that stops after its head.
+        self.assert_record(records["http://hostile.test/x"], status=200, tries=2, size=0,
+                           content_type="application/pdf", content_length=8, error=None)
+        self.assert_record(records["http://other.test/gone"], status=404, tries=2, referrer=root)
+        self.assertTrue(records["http://other.test/gone"].failed)
+        # A dead host: its robots.txt is unreachable (refused: one try), so nothing is asked.
+        self.assert_record(records["http://dead.test/"], status=None, error_kind="refused", tries=0,
+                           referrer=root)
+        self.assertTrue(records["http://dead.test/"].failed)
+        off_site = [(method, url) for method, url, _ in client.requests if "example.test" not in url]
+        self.assertEqual(sorted(off_site), sorted([
+            ("GET", "http://other.test/robots.txt"), ("HEAD", "http://other.test/ok"),
+            ("HEAD", "http://other.test/gone"), ("GET", "http://other.test/gone"),
+            ("GET", "http://hostile.test/robots.txt"), ("HEAD", "http://hostile.test/x"),
+            ("GET", "http://hostile.test/x"),
+            ("GET", "http://dead.test/robots.txt")]))  # refused: not tried again
+        # Off-site: the shorter timeout; on-site: the client's own.
+        self.assertEqual({limit for method, url, limit in client.requests if "example.test" not in url}, {10.0})
+        self.assertEqual({limit for method, url, limit in client.requests if "example.test" in url}, {None})
+        self.assertEqual(crawler.offsite_unchecked, set())
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
+
+    def test_without_external_off_site_links_are_counted(self):
+        client = OffSiteClient(self.SITE)
+        crawler, records = self.crawl_site("http://example.test/", client=client)
+        self.assertEqual(set(records), {"http://example.test/", "http://example.test/a",
+                                        "http://www.example.test/"})
+        self.assertEqual(crawler.offsite_unchecked, {"http://other.test/ok", "http://other.test/gone",
+                                                     "http://hostile.test/x", "http://dead.test/"})
+        self.assertIn("Off-site: 4 links not checked (--external checks them)",
+                      crawl.summarize(crawler))
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_OK)
+
+    def test_off_site_tries_and_timeout_are_their_own(self):
+        client = OffSiteClient({"http://example.test/": html_page("http://slow.test/"),
+                                "http://slow.test/": TimeoutError("timed out")})
+        crawler, records = self.crawl_site("http://example.test/", client=client, external=True,
+                                           robots=False, external_tries=3, external_timeout=4.0)
+        self.assert_record(records["http://slow.test/"], error_kind="timeout", tries=3)
+        self.assertEqual([(m, limit) for m, url, limit in client.requests if url == "http://slow.test/"],
+                         [("HEAD", 4.0)] * 3)  # a network error on HEAD: no GET after it
+        client = crawl.Client(timeout=2.0)
+        self.addCleanup(client.close)
+        self.assertEqual(crawl.Crawler("example.test", client=client).external_timeout, 2.0)
+        with self.assertRaises(ValueError):
+            crawl.Crawler("example.test", client=client, external_tries=0)
+
+    @virtual_clock
+    def test_off_site_hosts_get_the_same_politeness(self):
+        links = [f"http://other.test/{n}" for n in range(4)] + ["http://other.test/private/x"]
+        pages = {"http://example.test/": html_page(*links),
+                 "http://other.test/robots.txt": robots_page("User-agent: *\nCrawl-delay: 5\nDisallow: /private/\n")}
+        pages.update((link, html_page()) for link in links[:4])
+        client = OffSiteClient(pages)
+        sent = fetch_times(client)
+        crawler, records = self.crawl_site("http://example.test/", client=client, external=True,
+                                           run_timeout=120)
+        self.assert_record(records["http://other.test/private/x"], error_kind="robots", tries=0)
+        heads = sorted(when for url, when in sent if url in links)
+        self.assertEqual(len(heads), 4)
+        for earlier, later in zip(heads, heads[1:]):
+            self.assertGreaterEqual(later - earlier, 5.0 - 1e-9)
+
+    @virtual_clock
+    def test_at_most_two_checks_at_a_time_per_off_site_host(self):
+        links = [f"http://{host}/{n}" for host in ("one.test", "two.test") for n in range(6)]
+        client = OffSiteClient({"http://example.test/": html_page(*links)}, busy=1.0)
+        crawler, records = self.crawl_site("http://example.test/", client=client, external=True,
+                                           robots=False, max_tasks=10)
+        self.assertEqual(len(records), 13)
+        self.assertEqual(client.most_running["one.test"], crawl.EXTERNAL_PER_HOST)
+        self.assertEqual(client.most_running["two.test"], crawl.EXTERNAL_PER_HOST)
+        for link in links:  # HEAD, then GET: 404 both times
+            self.assert_record(records[link], status=404, tries=2)
+
+    def test_root_redirect_in_origin_and_path_scopes(self):
+        pages = {"http://example.test/": redirect("https://example.test/docs/", 301),
+                 "https://example.test/docs/": html_page("a", "/other", "https://example.test:8443/docs/b"),
+                 "https://example.test/docs/a": html_page()}
+        for scope, expected in (("origin", {"https://example.test/docs/a", "https://example.test/other"}),
+                                ("path", {"https://example.test/docs/a"})):
+            with self.subTest(scope=scope), self.assertLogs("crawl", "INFO") as logs:
+                crawler, records = self.crawl_site("http://example.test/", client=FakeClient(pages),
+                                                   robots=False, scope=scope)
+                self.assertEqual(set(records) - {"http://example.test/", "https://example.test/docs/"},
+                                 expected)
+                added = "https://example.test" if scope == "origin" else "https://example.test/docs/"
+                self.assertIn(f"INFO:crawl:{added} added to the scope: a root redirects there", logs.output)
+                self.assertEqual(crawler.offsite_unchecked, {"https://example.test:8443/docs/b"}
+                                 | ({"https://example.test/other"} if scope == "path" else set()))
+
+    def test_off_site_servers_over_sockets(self):
+        # "localhost" is another host than "127.0.0.1": a HEAD-hostile server
+        # with a 30 MB file, and a host with nothing listening.
+        def hostile(conn, request):
+            if request.startswith(b"HEAD "):
+                conn.send(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+                return None
+            conn.send(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                      b"Content-Length: 30000000\r\n\r\n" + bytes(1 << 20))
+            drain_until_closed(conn)
+            return "closed"
+
+        other = self.raw({"/file": hostile})
+        dead = f"http://localhost:{refused_port(self)}/"
+        file_url = f"http://localhost:{other.port}/file"
+        site = self.site({"/": html_page(file_url, dead)})
+        crawler, records = self.crawl_site(site.url(), external=True)
+        self.assert_record(records[file_url], status=200, tries=2, content_length=30000000, size=0,
+                           content_type="application/octet-stream", error=None, referrer=site.url())
+        self.assert_record(records[dead], status=None, error_kind="refused", referrer=site.url())
+        self.assertEqual(records[dead].error, "connection refused (robots.txt unreachable)")
+        self.assertEqual(other.targets, ["/robots.txt", "/file", "/file"])
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
+
+    def test_off_site_redirects_are_recorded_not_followed(self):
+        pages = {"http://example.test/": html_page("http://other.test/moved", "/r"),
+                 "http://example.test/r": redirect("http://third.test/x", 301),
+                 "http://other.test/moved": redirect("/new", 301)}
+        client = OffSiteClient(pages)
+        crawler, records = self.crawl_site("http://example.test/", client=client, external=True,
+                                           robots=False)
+        self.assert_record(records["http://other.test/moved"], status=301,
+                           redirect="http://other.test/new", tries=1)
+        self.assertNotIn("http://other.test/new", records)
+        # An on-site redirect to another host: the target is checked like a link.
+        self.assert_record(records["http://third.test/x"], status=404, referrer="http://example.test/r")
+
+class CrawlerFragmentTest(CrawlerTestCase):
+
+    def site_with_fragments(self):
+        root = html_page("/a#intro", "/a#missing", "/a#Sec%20tion", "#self", "#top", "/doc.pdf#page=2",
+                         "/gone#x", "/r#intro", "/r#nope", "/b#none", "http://other.test/#x",
+                         extra='<a name="self">s</a><a href="/b#none">again</a>')
+        return self.site({
+            "/": root,
+            "/a": Page('<h1 id="intro">i</h1><h2 id="Sec tion">s</h2><p class="missing" data-id="missing">not an anchor</p>'
+                       '<a href="/#self">back</a> <a href="/b#none">b</a>'),
+            "/b": html_page(),
+            "/doc.pdf": Page(b"%PDF-1.7", content_type="application/pdf"),
+            "/r": redirect("/a", 301),
+        })
+
+    def test_missing_anchors_get_their_own_records(self):
+        site = self.site_with_fragments()
+        crawler, records = self.crawl_site(site.url(), fragments=True)
+        u = site.url
+        broken = {url: record for url, record in records.items() if record.error_kind == "fragment"}
+        self.assertEqual(set(broken), {u("/a#missing"), u("/r#nope"), u("/b#none")})
+        self.assert_record(broken[u("/a#missing")], status=None, tries=0, referrer=u("/"), depth=1,
+                           error=f"no id or <a name> 'missing' on {u('/a')}")
+        self.assert_record(broken[u("/r#nope")], referrer=u("/"),
+                           error=f"no id or <a name> 'nope' on {u('/a')}")
+        self.assertTrue(broken[u("/b#none")].failed)
+        # Linked from "/" and "/a": the report says so.
+        self.assertEqual(crawl.format_record(broken[u("/b#none")]),
+                         f"--- {u('/b#none')}  [fragment] no id or <a name> 'none' on {u('/b')}"
+                         f"  <- linked from {u('/')} and 1 other page")
+        # Pages are fetched once; fragments add no request.
+        self.assertEqual(sorted(site.targets()), sorted(["/robots.txt", "/", "/a", "/b", "/doc.pdf", "/gone", "/r"]))
+        self.assertEqual(len(records), 6 + 3)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
+
+    def test_off_by_default(self):
+        site = self.site_with_fragments()
+        crawler, records = self.crawl_site(site.url())
+        self.assertEqual([r for r in records.values() if r.error_kind == "fragment"], [])
+        self.assertEqual(crawler.anchors, {})
+
+    def test_a_page_cut_short_is_not_checked_and_base_is_obeyed(self):
+        long_page = Page('<a href="/long#far">self</a>' + "<p>filler</p>" * 200 + '<h1 id="far">f</h1>')
+        site = self.site({"/": Page('<base href="/d/"><a href="x#here">x</a><a href="x#gone">y</a>'
+                                    '<a href="/long#far">l</a>'),
+                          "/d/x": Page('<div id="here"></div>'), "/long": long_page})
+        _, records = self.crawl_site(site.url(), fragments=True, max_size=1000)
+        self.assertEqual(records[site.url("/long")].error_kind, "cut_short")
+        self.assertEqual([url for url, r in records.items() if r.error_kind == "fragment"], [site.url("/d/x#gone")])
+
+    def test_page_anchors(self):
+        # Every id and name attribute, and a superset of them: a false anchor
+        # can hide a missing one, never report one that is there.
+        text = ('<div id="one"><a name=two href="#one"><A\nID=\'three\' NAME="four">'
+                '<img/id="five"><p data-id="no" valid="no" id="a&amp;b">'
+                '<!-- <p id="in-a-comment"> --><input name="q">')
+        self.assertEqual(crawl.page_anchors(text),
+                         {"one", "two", "three", "four", "five", "a&b", "in-a-comment", "q"})
+        self.assertEqual(crawl.page_anchors("<p>no anchors, id: none</p>"), set())
 
 
 class CrawlerRetryTest(CrawlerTestCase):
@@ -7282,16 +7690,70 @@ class CrawlerBodyTest(CrawlerTestCase):
         crawler, records = self.crawl_site(server.url(), max_size=1024 * 1024, max_tasks=4)
         self.assertLess(time.monotonic() - started, 10)
         self.assertEqual(set(records), {server.url(p) for p in ("/", "/big", "/big-cl", "/normal", "/end")})
-        self.assert_record(records[server.url("/big")], status=200, error_kind="too_large", links=0)
-        self.assertLessEqual(records[server.url("/big")].size, 1024 * 1024)
-        self.assert_record(records[server.url("/big-cl")], status=200, error_kind="too_large", links=0)
-        self.assertLessEqual(records[server.url("/big-cl")].size, 1024 * 1024)
+        # Large pages are cut short, not failures; binary data yields no links.
+        self.assert_record(records[server.url("/big")], status=200, error_kind="cut_short", links=0,
+                           size=1024 * 1024, content_length=None)
+        self.assert_record(records[server.url("/big-cl")], status=200, error_kind="cut_short", links=0,
+                           size=1024 * 1024, content_length=total)
         self.assert_record(records[server.url("/normal")], status=200, error=None, links=1)
         self.assert_record(records[server.url("/end")], status=200, error=None, referrer=server.url("/normal"))
         if resource is not None:
             grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before
             self.assertLess(grown_kib, 40 * 1024)
-        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_OK)
+
+    def test_files_are_checked_not_downloaded(self):
+        # A valid 30 MB download is not a failure and is not downloaded: its
+        # head gives the record; a short 404 body is drained (the connection
+        # serves the next request), the long file's connection is closed.
+        total = 30 * 1000 * 1000
+        sent = []
+
+        def send_file(conn, request):
+            conn.send(b"HTTP/1.1 200 OK\r\nContent-Type: application/zip\r\n"
+                      b"Content-Length: %d\r\n\r\n" % total)
+            block, count = bytes(65536), 0
+            try:
+                while count < total:
+                    conn.send(block)
+                    count += len(block)
+            except OSError:
+                pass
+            sent.append(count)
+            conn.close()
+            return "closed"
+
+        server = self.raw({
+            "/": http_response("<a href='/file.zip'>z</a> <a href='/gone'>g</a> <a href='/a.html'>a</a>",
+                               headers=[("Content-Type", "text/html")]),
+            "/file.zip": send_file,
+            "/gone": http_response("<p>gone</p>" * 100, "404 Not Found", headers=[("Content-Type", "text/html")]),
+            "/a.html": http_response("<p>a</p>", headers=[("Content-Type", "text/html")]),
+        })
+        crawler, records = self.crawl_site(server.url(), max_tasks=1, robots=False)
+        self.assert_record(records[server.url("/file.zip")], status=200, content_type="application/zip",
+                           content_length=total, size=0, error=None, tries=1)
+        self.assert_record(records[server.url("/gone")], status=404, content_length=1100, size=0)
+        self.assert_record(records[server.url("/a.html")], status=200, size=8)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)  # the 404 only
+        self.assertEqual(crawler.failed, 1)
+        server.close()
+        self.assertLess(sent[0], total // 2)  # what socket buffers took in, not the file
+        # One connection for "/", "/gone", "/a.html" (in some order) and one
+        # after the file's, or one more when the file came before "/gone".
+        self.assertLessEqual(server.connections, 2)
+
+    def test_large_page_is_cut_short_and_its_links_followed(self):
+        page = "<a href='/early'>e</a>" + "<p>filler</p>" * 1000 + "<a href='/late'>l</a>"
+        site = self.site({"/": Page(page), "/early": html_page(), "/late": html_page()})
+        crawler, records = self.crawl_site(site.url(), max_size=1000, robots=False)
+        self.assertEqual(set(records), {site.url("/"), site.url("/early")})
+        self.assert_record(records[site.url("/")], status=200, error_kind="cut_short", size=1000,
+                           content_length=len(page), links=1, new_links=1,
+                           error_contains="cut short: larger than --max-size")
+        self.assertTrue(records[site.url("/")].is_page)
+        self.assertEqual(crawler.pages, 2)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_OK)
 
     def test_binary_html_under_the_limit(self):
         rng = random.Random(31)
@@ -7479,7 +7941,7 @@ class FaultInjectionTest(FaultCase):
 
     def test_out_of_descriptors_with_nothing_in_flight_is_an_error(self):
         class NoDescriptorsClient(crawl.Client):
-            def fetch(self, url, method="GET", headers=None):
+            def fetch(self, url, method="GET", headers=None, **options):
                 raise OSError(errno.EMFILE, "Too many open files")
                 yield
 
@@ -7717,9 +8179,10 @@ class SafetyTest(FaultCase):
         server = self.scripted(answer_then_wait(
             http_response(b"x" * 5000, headers=[("Content-Type", "text/html")])))
         record = self.crawl_one(server.url(), max_size=1000)
-        self.assert_record(record, status=200, error_kind="too_large", tries=1,
-                           error_contains="exceeds the limit of 1000 bytes")
-        self.assertEqual(record.size, 0)
+        self.assert_record(record, status=200, error_kind="cut_short", tries=1, content_length=5000,
+                           error_contains="links taken from its first 1000 bytes")
+        self.assertEqual(record.size, 1000)
+        self.assertFalse(record.failed)
         self.assert_no_leaks()
 
     def test_body_size_limit_without_length(self):
@@ -7728,9 +8191,9 @@ class SafetyTest(FaultCase):
                                                   ("Transfer-Encoding", "chunked")],
             length=False)))
         record = self.crawl_one(server.url(), max_size=1000)
-        self.assert_record(record, status=200, error_kind="too_large", tries=1,
-                           error_contains="exceeds the limit of 1000 bytes")
-        self.assertEqual(record.size, 1000)
+        self.assert_record(record, status=200, error_kind="cut_short", tries=1, size=1000,
+                           content_length=None, error_contains="links taken from its first 1000 bytes")
+        self.assertFalse(record.failed)
         self.assert_no_leaks()
 
     def test_decompressed_size_limit(self):
@@ -8002,9 +8465,9 @@ class CrawlerBookkeepingTest(CrawlerTestCase):
         client = FakeClient({"http://example.test/": html_page("a.html")})
         original = client.fetch
 
-        def slow_fetch(url, method="GET", headers=None):
+        def slow_fetch(url, method="GET", headers=None, **options):
             yield from crawl.sleep(1.5)
-            return (yield from original(url, method, headers))
+            return (yield from original(url, method, headers, **options))
 
         client.fetch = slow_fetch
         with mock.patch.object(crawl, "find_links", side_effect=RuntimeError("boom")), \
@@ -8022,9 +8485,9 @@ class CrawlerBookkeepingTest(CrawlerTestCase):
         original = client.fetch
         crawler = None
 
-        def watching_fetch(url, method="GET", headers=None):
+        def watching_fetch(url, method="GET", headers=None, **options):
             observed.append((crawler.in_progress, crawler.fetching))
-            return (yield from original(url, method, headers))
+            return (yield from original(url, method, headers, **options))
 
         client.fetch = watching_fetch
         crawler = crawl.Crawler("http://example.test/", client=client, robots=False,
@@ -8071,9 +8534,9 @@ class CrawlerReferrersTest(CrawlerTestCase):
         fetch = client.fetch
         delays = random.Random(seed)
 
-        def shuffled_fetch(url, method="GET", headers=None):
+        def shuffled_fetch(url, method="GET", headers=None, **options):
             yield from crawl.sleep(delays.random())
-            return (yield from fetch(url, method, headers))
+            return (yield from fetch(url, method, headers, **options))
 
         client.fetch = shuffled_fetch
         return self.crawl_site("http://example.test/", client=client, max_tasks=5,
@@ -8163,7 +8626,7 @@ class CrawlerReportTest(CrawlerTestCase):
             "Errors:   none",
             "Skipped:  robots 1 (not fetched by choice, not failures)",
             "Failed:   1 URL (4xx 1)",
-            f"Bytes:    {root_size + 8 + 9} (decoded bodies)"])
+            f"Bytes:    {root_size + 8} (decoded bodies)"])  # the 404's text/plain body is not read
         self.assertRegex(summary[5], r"^URLs:     5 in \d+\.\d\d s, 4 fetched, \d+(\.\d+)? fetches/s$")
         self.assertEqual(summary[6], "Pages:    2 (HTML documents fetched with status 200)")
         self.assertEqual(len(summary), 8)
@@ -8221,7 +8684,7 @@ class CrawlerReportSummaryTest(CrawlerTestCase):
             self.assertIn("--- http://example.test/p9  [max_pages] not fetched: --max-pages 3 "
                           "reached", listed)
         self.assertEqual(crawl.NOT_FETCHED_KINDS, tuple(
-            kind for kind, about in crawl.ERROR_KINDS.items() if not about.failure))
+            kind for kind, about in crawl.ERROR_KINDS.items() if about.outcome == crawl.SKIPPED))
 
     def test_rates_keep_their_precision(self):
         self.assertEqual([crawl._rate(rate) for rate in (0, 0.004, 0.25, 0.8333, 4.46, 12.6, 530)],
@@ -8245,8 +8708,10 @@ class CrawlerReportSummaryTest(CrawlerTestCase):
         self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_NOTHING_CRAWLED)
 
     def test_a_root_that_only_redirects_out_of_scope_says_so(self):
+        # (A root's redirect to another host widens the scope, unless that
+        # host is excluded.)
         client = FakeClient({"http://example.test/": redirect("https://www.other.test/")})
-        crawler, _ = self.crawl_site("http://example.test/", client=client)
+        crawler, _ = self.crawl_site("http://example.test/", client=client, exclude="other")
         self.assertEqual(crawl.summarize(crawler)[0],
                          "NOTE: the root http://example.test/ only redirects out of scope, "
                          "to https://www.other.test/")
@@ -8377,7 +8842,8 @@ class CLITest(ServerTestCase):
         self.assertEqual(by_url[site.url("/a")]["referrer"], site.url("/"))
         self.assertEqual(dict(by_url[site.url("/")], elapsed=None), {
             "url": site.url("/"), "status": 200, "reason": "OK", "content_type": "text/html",
-            "charset": "utf-8", "size": len(site.routes["/"].body), "links": 3, "new_links": 3,
+            "charset": "utf-8", "size": len(site.routes["/"].body),
+            "content_length": len(site.routes["/"].body), "links": 3, "new_links": 3,
             "redirect": None, "error": None, "error_kind": None, "failed": False, "tries": 1,
             "elapsed": None, "depth": 0, "referrer": None, "via": "root", "linked_from": None,
             "referrers": None})
