@@ -3489,7 +3489,9 @@ class RobotsRules:
                         delay = float(value)
                     except ValueError:
                         continue
-                    if 0 <= delay < float("inf"):  # not "inf", "nan" or negative
+                    # Not "inf", "nan" or negative; a numeral too large for
+                    # a float (inf too) is capped like any large delay.
+                    if 0 <= delay < float("inf") or delay > 0 and value[:1].isdigit():
                         delays.append(min(delay, MAX_CRAWL_DELAY))
         return cls(rules, max(delays) if delays else None)
 
@@ -4643,9 +4645,17 @@ def _run_crawl(crawler, args, writer):
 # Judgement calls: <a href> inside <svg> and <a href> inside <select> are
 # links (browsers follow an SVG <a>, and the customizable-select change
 # parses <select> content as body content); <frame> counts only after a
-# <frameset> start tag (the standard ignores it anywhere else). Foreign
-# content is not tracked otherwise: <![CDATA[ is a bogus comment even in
-# <svg> (the only difference: a ">" inside such a section).
+# <frameset> start tag (the standard ignores it anywhere else). Two kinds
+# of tree-construction state are not tracked, as tracking them means
+# following the text between tags, which _SKIP steps over in C:
+#   - foreign content (<svg>, <math>): <![CDATA[ is a bogus comment even
+#     there (the difference: a ">" inside such a section), and <style> or
+#     <script> inside <svg> hide what follows as in HTML (a browser reads
+#     it as markup, and an <img> there breaks out of the <svg>);
+#   - the frameset-ok flag and the "in frameset" mode: a <frameset> start
+#     tag counts even after text (a browser then ignores it), and in a
+#     frameset <script> and the other text-only elements but <noframes>
+#     still hide what follows (a browser ignores those start tags there).
 #
 # One regex trick needs a word: a tag's attributes are matched inside a
 # lookahead and consumed with a backreference, (?=(...))\1: a lookahead is

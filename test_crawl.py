@@ -6349,6 +6349,9 @@ class RobotsRulesTest(unittest.TestCase):
         self.assertIsNone(parse("User-agent: *\nCrawl-delay: -3\n", "x").crawl_delay)
         self.assertEqual(parse("User-agent: *\nCrawl-delay: 1e12\n", "x").crawl_delay,
                          crawl.MAX_CRAWL_DELAY)
+        for huge in ("9" * 400, "9" * 5000, "1e400"):  # too large for a float: inf
+            self.assertEqual(parse(f"User-agent: *\nCrawl-delay: {huge}\n", "x").crawl_delay,
+                             crawl.MAX_CRAWL_DELAY)
         self.assertEqual(crawl.MAX_CRAWL_DELAY, 60.0)
 
 
@@ -8770,6 +8773,12 @@ class ScanLinksStandardTest(unittest.TestCase):
             ("<frameset><frame src=/1></frameset>", ["/1"]),
             ("<svg><a href=/2><text>x</text></a></svg>", ["/2"]),
             ("<select><option><a href=/3>x</a></select>", ["/3"]),
+            # Not tracked (see crawl.py): foreign content, frameset-ok and
+            # the "in frameset" mode. A browser: /s.png, no /c, /f, no /f2.
+            ("<svg><style><img src=/s.png></style></svg>", []),
+            ("<svg><![CDATA[ > <a href=/c> ]]></svg>", ["/c"]),
+            ("<frameset><script><frame src=/f></script>", []),
+            ("x<frameset><frame src=/f2>", ["/f2"]),
         ])
 
     def test_base_and_nofollow(self):
