@@ -3329,6 +3329,18 @@ _CSS_URL_REST = re.compile(r"""[\t\n ]*(?:
     | (?:[^)\\]|\\[\s\S])*\)?                                # a bad url
     )""" % _CSS_ESCAPED, re.X)
 _CSS_CLOSE = re.compile(r"[\t\n ]*(?:\)|\Z)")
+# What cannot hold a URL, stepped over in C for speed (measured: css_links
+# seven times as fast): spaces and punctuation, and names that are not
+# "url(" or "@import" and have no escapes (a name is matched whole, atomic
+# by a lookahead and a backreference, so that an escape after it stops the
+# skip at the name's start).
+_CSS_SKIP = re.compile(r"""(?:
+      [^"'/\\@\#\-0-9A-Za-z_\x80-\U0010ffff]+
+    | /(?!\*)
+    | [@\#](?![-0-9A-Za-z_\x80-\U0010ffff\\])
+    | (?:\#|@(?![iI][mM][pP][oO][rR][tT](?![-0-9A-Za-z_\x80-\U0010ffff\\]))|(?![uU][rR][lL]\())
+      (?=([-0-9A-Za-z_\x80-\U0010ffff]+))\1(?!\\)
+    )*""", re.X)
 _CSS_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})[\t\n ]?|\n|\Z|([\s\S]))")
 
 
@@ -3359,12 +3371,17 @@ def css_links(text):
     importing = False  # after "@import" and nothing but spaces and comments
     url_via = None  # after "url(" and before its string: how the URL was found
     position = 0
+    skip, token, end = _CSS_SKIP.match, _CSS_TOKEN.match, len(text)
     while True:
         gap = position
-        match = _CSS_TOKEN.search(text, position)
-        if match is None:
+        start = skip(text, position).end()
+        if start == end:
             return found
-        start, position = match.span()
+        match = token(text, start)
+        if match is None:  # a "\" that escapes nothing: a delimiter
+            position, importing = start + 1, False
+            continue
+        position = match.end()
         quote, string, closed, prefix, name, function = match.groups()
         if importing and start > gap and text[gap:start].strip(" \t\n"):
             importing = False

@@ -6080,6 +6080,7 @@ class URLExtractLinksTest(unittest.TestCase):
             ("a{b:\\75rl(/1.png) \\75 rl(/2.png) u\\rl(/3.png) \\55RL(/4.png)}",
              ["/1.png", "/2.png", "/3.png", "/4.png"]),
             ("a{b:myurl(/no) -url(/no) #url(/no) 1url(/no) url\\28 /no)}", []),
+            ('@imp\\6frt "e.css"; @import \\\n "no.css"; @importx "no.css"', ["e.css"]),
             # A bad url (a quote, a parenthesis, a space inside, a
             # non-printable code point) names nothing and swallows all up to ")".
             ('a{b:url(/a"b url(/no.png)) url(/1.png) url(/c d) url(/x\x01y) url(/2.png)}',
@@ -8814,6 +8815,7 @@ class ScanLinksStandardTest(unittest.TestCase):
             (crawl.css_links, "", "url("), (crawl.css_links, "", "url(\\"),
             (crawl.css_links, "url(", "\\aaaaaa"), (crawl.css_links, "", "\\75"),
             (crawl.css_links, "", '"'), (crawl.css_links, "", "/*"),
+            (crawl.css_links, "", "a\\"), (crawl.css_links, "@import", "ab\\41"),
         ]
 
         def cpu(function, text, times):
