@@ -3131,6 +3131,17 @@ LINK_RESOURCE_RELS = frozenset((
     "preload", "modulepreload", "prefetch"))
 
 
+_NOFOLLOW = frozenset(("nofollow", "none"))  # robots meta values: "none" is noindex, nofollow
+_ASCII_WHITESPACE_SEPARATED = re.compile(r"[^\t\n\f\r ]+")
+
+
+def split_ascii_whitespace(value):
+    """The HTML standard's "split a string on ASCII whitespace" (for rel
+    and srcset descriptors): str.split() also splits on other Unicode
+    whitespace, such as U+00A0 and U+001C, which are part of a token."""
+    return _ASCII_WHITESPACE_SEPARATED.findall(value)
+
+
 def link_from_tag(found, tag, attrs, first):
     """Note what a start tag contributes to found (a _FoundLinks): tag is
     its lower-case name, attrs its attributes, first(attrs, name) the
@@ -3174,17 +3185,6 @@ def link_from_tag(found, tag, attrs, first):
         found.frameset = True
 
 
-_NOFOLLOW = frozenset(("nofollow", "none"))  # robots meta values: "none" is noindex, nofollow
-_ASCII_WHITESPACE_SEPARATED = re.compile(r"[^\t\n\f\r ]+")
-
-
-def split_ascii_whitespace(value):
-    """The HTML standard's "split a string on ASCII whitespace" (for rel
-    and srcset descriptors): str.split() also splits on other Unicode
-    whitespace, such as U+00A0 and U+001C, which are part of a token."""
-    return _ASCII_WHITESPACE_SEPARATED.findall(value)
-
-
 def first_attribute(attrs, name):
     """For [(lower-case name, decoded value)]. The HTML standard keeps the
     first of repeated attributes."""
@@ -3218,7 +3218,7 @@ def _numeric_reference(number):
     return _NUMERIC_REPLACEMENTS.get(number) or chr(number)
 
 
-def code_point_number(digits, base):
+def _code_point_number(digits, base):
     """int(digits, base) for the digits of a character reference or
     escape, but 0x110000 (no code point) for any number past 0x10FFFF:
     the text may hold thousands of digits, more than int() converts
@@ -3230,9 +3230,9 @@ def code_point_number(digits, base):
 def _character_reference(match):
     hexadecimal, decimal, name = match.groups()
     if hexadecimal is not None:
-        return _numeric_reference(code_point_number(hexadecimal, 16))
+        return _numeric_reference(_code_point_number(hexadecimal, 16))
     if decimal is not None:
-        return _numeric_reference(code_point_number(decimal, 10))
+        return _numeric_reference(_code_point_number(decimal, 10))
     if name[-1] == ";" and name in _NAMED_REFERENCES:
         return _NAMED_REFERENCES[name]
     # The longest legacy name (one without ";") that the text starts with.
@@ -3358,6 +3358,7 @@ def _css_unescape(match):
 
 
 def _css_value(text):
+    """A string, name or URL of CSS, escapes decoded."""
     return _CSS_ESCAPE.sub(_css_unescape, text) if "\\" in text else text
 
 
@@ -3386,13 +3387,13 @@ def css_links(text):
         if importing and start > gap and text[gap:start].strip(" \t\n"):
             importing = False
         if quote:
-            whole = closed or position == len(text)  # not ended by a newline
+            whole = closed or position == end  # not ended by a newline
             if url_via:
                 if whole and _CSS_CLOSE.match(text, position):
                     found.append((_css_value(string), url_via))
             elif importing and whole:
                 found.append((_css_value(string), "css @import"))
-            importing = url_via = False
+            importing, url_via = False, None
         elif name:
             value = _css_value(name).lower()
             if prefix == "@":
@@ -3417,7 +3418,7 @@ def find_links(text, url, media_type="text/html"):
     (via as RESOURCE_ATTRIBUTES names them, the first way wins), resolved
     against the first <base href> if any; invalid is a list of (raw link,
     reason, via) for links that cannot be valid URLs. A page with <meta
-    name=robots content=nofollow> has no links."""
+    name=robots content=nofollow> (or none) has no links."""
     if media_type == CSS_TYPE:
         raws, base = css_links(text), url
     else:
@@ -4784,7 +4785,7 @@ class _FoundLinks:
 def scan_links(text):
     """The links of HTML text (str) as the HTML Standard's tokenizer reads
     it: an object with .links ([(raw value, via)]), .base (the first <base
-    href>) and .nofollow (<meta name=robots content=nofollow>)."""
+    href>) and .nofollow (<meta name=robots content=nofollow> or none)."""
     found = _FoundLinks()
     skip = _SKIP.match
     end = len(text)
