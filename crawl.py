@@ -1815,9 +1815,13 @@ def parse_authority(netloc, url=None):
         host = parse_host(host)
     if not port:
         return host, None
-    if not port.isdigit() or not port.isascii() or not 0 < int(port) <= 65535:
+    # Leading zeros are allowed ("080" is 80); past five digits, int() is
+    # not asked (it refuses more than 4,300 digits).
+    number = port.lstrip("0")
+    if (not port.isdigit() or not port.isascii() or len(number) > 5
+            or not 0 < int(number or "0") <= 65535):
         raise InvalidURL(f"invalid port {port!r} in {url or netloc!r}")
-    return host, int(port)
+    return host, int(number)
 
 
 def ipv6_address(packed):
@@ -1905,7 +1909,8 @@ def _ipv4_number(part, host):
     hexadecimal, octal, decimal = match.groups()
     if hexadecimal is not None:
         return int(hexadecimal or "0", 16)
-    return int(octal, 8) if octal is not None else int(decimal)
+    # Eleven digits are out of range already; int() refuses more than 4,300.
+    return int(octal, 8) if octal is not None else int(decimal[:11])
 
 
 def ipv4_address(host):
@@ -3265,23 +3270,37 @@ LINK_RESOURCE_RELS = frozenset((
     "preload", "modulepreload", "prefetch"))
 
 
+_NOFOLLOW = frozenset(("nofollow", "none"))  # robots meta values: "none" is noindex, nofollow
+_ASCII_WHITESPACE_SEPARATED = re.compile(r"[^\t\n\f\r ]+")
+
+
+def split_ascii_whitespace(value):
+    """The HTML standard's "split a string on ASCII whitespace" (for rel
+    and srcset descriptors): str.split() also splits on other Unicode
+    whitespace, such as U+00A0 and U+001C, which are part of a token."""
+    return _ASCII_WHITESPACE_SEPARATED.findall(value)
+
+
 def link_from_tag(found, tag, attrs, first):
     """Note what a start tag contributes to found (a _FoundLinks): tag is
     its lower-case name, attrs its attributes, first(attrs, name) the
     decoded value of the first attribute called name (None if it has no
     value or is absent)."""
+    if tag == "image":
+        tag = "img"  # the tree builder's rule for <image> in HTML content
     named = RESOURCE_ATTRIBUTES.get(tag)
     if named is not None:
         if tag == "a" or tag == "area":
             rel = first(attrs, "rel")
-            if rel is not None and "nofollow" in rel.lower().split():
+            if rel is not None and "nofollow" in split_ascii_whitespace(rel.lower()):
                 return
         elif tag == "link":
             rel = first(attrs, "rel")
-            if rel is None or LINK_RESOURCE_RELS.isdisjoint(rel.lower().split()):
+            if rel is None or LINK_RESOURCE_RELS.isdisjoint(split_ascii_whitespace(rel.lower())):
                 return
         elif tag == "input":
-            if (first(attrs, "type") or "").strip(LINK_WHITESPACE).lower() != "image":
+            # An enumerated attribute: compared as it is, not trimmed.
+            if (first(attrs, "type") or "").lower() != "image":
                 return
         elif tag == "frame" and not found.frameset:
             return
@@ -3299,7 +3318,7 @@ def link_from_tag(found, tag, attrs, first):
         name = (first(attrs, "name") or "").lower()
         if name == "robots":
             content = (first(attrs, "content") or "").lower()
-            if "nofollow" in content.replace(",", " ").split():
+            if not _NOFOLLOW.isdisjoint(split_ascii_whitespace(content.replace(",", " "))):
                 found.nofollow = True
     elif tag == "frameset":
         found.frameset = True
@@ -3338,12 +3357,21 @@ def _numeric_reference(number):
     return _NUMERIC_REPLACEMENTS.get(number) or chr(number)
 
 
+def _code_point_number(digits, base):
+    """int(digits, base) for the digits of a character reference or
+    escape, but 0x110000 (no code point) for any number past 0x10FFFF:
+    the text may hold thousands of digits, more than int() converts
+    (ValueError past 4,300 decimal digits) or needs to."""
+    digits = digits.lstrip("0")
+    return int(digits or "0", base) if len(digits) <= 7 else 0x110000
+
+
 def _character_reference(match):
     hexadecimal, decimal, name = match.groups()
     if hexadecimal is not None:
-        return _numeric_reference(int(hexadecimal, 16))
+        return _numeric_reference(_code_point_number(hexadecimal, 16))
     if decimal is not None:
-        return _numeric_reference(int(decimal))
+        return _numeric_reference(_code_point_number(decimal, 10))
     if name[-1] == ";" and name in _NAMED_REFERENCES:
         return _NAMED_REFERENCES[name]
     # The longest legacy name (one without ";") that the text starts with.
@@ -3394,7 +3422,7 @@ def srcset_urls(value):
             continue
         match = _SRCSET_DESCRIPTORS.match(value, i)
         i = match.end()
-        if _valid_descriptors(match.group(1).split()):
+        if _valid_descriptors(split_ascii_whitespace(match.group(1))):
             urls.append(url)
 
 
@@ -3407,7 +3435,7 @@ def _valid_descriptors(descriptors):
         number, kind, density = match.groups()
         kind = kind or "x"
         if kind in seen or (kind != "h" and ("w" in seen or "x" in seen)) \
-                or (kind == "x" and "h" in seen) or (number is not None and int(number) == 0):
+                or (kind == "x" and "h" in seen) or (number is not None and not number.strip("0")):
             return False
         seen += kind
     return "h" not in seen or "w" in seen
@@ -3415,48 +3443,111 @@ def _valid_descriptors(descriptors):
 
 # Stylesheets -----------------------------------------------------------------
 #
-# The URLs of a stylesheet: url(...) and @import "..." tokens as CSS Syntax
-# reads them. Comments and strings are matched whole so that what they hold
-# is never taken for a token; escapes (\26, \") are decoded.
+# The URLs of a stylesheet: url(...) and @import "..." as CSS Syntax reads
+# them (written by hand: the standard library has no CSS tokenizer). Only
+# the tokens that can hold or hide a URL are matched: comments, strings
+# and names (idents, at-keywords, hashes, functions), a name's escapes
+# decoded before it is compared ("\75rl(" is "url("). A string that a
+# newline ends is a "bad string" and names nothing; the end of the text
+# closes a string, a url( and an @import.
 
-_CSS_SPACE = "[\t\n\f\r ]"
-_CSS_STRING = r""""(?:[^"\\\n]|\\[\s\S])*"|'(?:[^'\\\n]|\\[\s\S])*'"""
-_CSS_TOKENS = re.compile(r"""
-      /\*[\s\S]*?(?:\*/|\Z)                          # a comment
-    | (@import)%(s)s*(%(string)s)                    # @import "url"
-    | (@import%(s)s*)?(?<![-\w\\])url\(%(s)s*(?:(%(string)s)|((?:[^"'()\\\t\n\f\r ]|%(escape)s)*))%(s)s*\)
-                                                     # url(...), url("...")
-    | %(string)s                                     # any other string
-    | \\[\s\S]                                       # an escaped character
-    """ % {"s": _CSS_SPACE, "string": _CSS_STRING,
-           "escape": r"\\(?:[0-9a-fA-F]{1,6}[\t\n\f\r ]?|[^\n])"}, re.X | re.I)
-_CSS_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})%s?|\n|([\s\S]))" % _CSS_SPACE)
+_CSS_NEWLINE = re.compile(r"\r\n?|\f")  # preprocessing: each is one newline
+# An escape: up to six hex digits (a maximal run, so that the engine has
+# one way to read it) and one optional space, or any character but newline.
+_CSS_ESCAPED = r"\\(?:[0-9a-fA-F]{6}[\t\n ]?|[0-9a-fA-F]{1,5}(?![0-9a-fA-F])[\t\n ]?|[^\n0-9a-fA-F])"
+_CSS_TOKEN = re.compile(r"""
+      /\*[\s\S]*?(?:\*/|\Z)                                  # a comment
+    | (["'])((?:[^"'\\\n]|\\[\s\S]|\\\Z|(?!\1)["'])*)(\1?)   # a string (bad if unclosed)
+    | ([@#]?)((?:[-0-9A-Za-z_\x80-\U0010ffff]|%s)+)(\(?)      # a name, maybe a function's
+    """ % _CSS_ESCAPED, re.X)
+# After "url(": a quote (then "url(" is a function whose argument is a
+# string token), or the rest of a url token, or what a bad url swallows.
+_CSS_URL_REST = re.compile(r"""[\t\n ]*(?:
+      (?=(["']))                                             # url("...")
+    | ((?:[^"'()\\\t\n \x01-\x08\x0b\x0e-\x1f\x7f]|%s)*)[\t\n ]*(?:\)|\Z)   # a url token
+    | (?:[^)\\]|\\[\s\S])*\)?                                # a bad url
+    )""" % _CSS_ESCAPED, re.X)
+_CSS_CLOSE = re.compile(r"[\t\n ]*(?:\)|\Z)")
+# What cannot hold a URL, stepped over in C for speed (measured: css_links
+# seven times as fast): spaces and punctuation, and names that are not
+# "url(" or "@import" and have no escapes (a name is matched whole, atomic
+# by a lookahead and a backreference, so that an escape after it stops the
+# skip at the name's start).
+_CSS_SKIP = re.compile(r"""(?:
+      [^"'/\\@\#\-0-9A-Za-z_\x80-\U0010ffff]+
+    | /(?!\*)
+    | [@\#](?![-0-9A-Za-z_\x80-\U0010ffff\\])
+    | (?:\#|@(?![iI][mM][pP][oO][rR][tT](?![-0-9A-Za-z_\x80-\U0010ffff\\]))|(?![uU][rR][lL]\())
+      (?=([-0-9A-Za-z_\x80-\U0010ffff]+))\1(?!\\)
+    )*""", re.X)
+_CSS_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})[\t\n ]?|\n|\Z|([\s\S]))")
 
 
 def _css_unescape(match):
+    """CSS's "consume an escaped code point": a hex escape is that code
+    point (U+0080 is U+0080: no windows-1252 table, unlike HTML), except
+    0, surrogates and numbers past 0x10FFFF, which are U+FFFD."""
     hexadecimal, character = match.groups()
     if hexadecimal is not None:
-        return _numeric_reference(int(hexadecimal, 16))
+        number = int(hexadecimal, 16)
+        if number == 0 or 0xD800 <= number <= 0xDFFF or number > 0x10FFFF:
+            return "\ufffd"
+        return chr(number)
     return character or ""  # an escaped newline continues a string
+
+
+def _css_value(text):
+    """A string, name or URL of CSS, escapes decoded."""
+    return _CSS_ESCAPE.sub(_css_unescape, text) if "\\" in text else text
 
 
 def css_links(text):
     """The URLs of a stylesheet (str), as [(raw URL, via)] in order."""
+    if "\r" in text or "\f" in text:
+        text = _CSS_NEWLINE.sub("\n", text)
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
     found = []
-    for match in _CSS_TOKENS.finditer(text):
-        at_import, import_string, url_import, url_string, url_plain = match.groups()
-        if at_import:
-            raw, via = import_string[1:-1], "css @import"
-        elif url_string is not None:
-            raw, via = url_string[1:-1], "css @import" if url_import else "css url"
-        elif url_plain is not None:
-            raw, via = url_plain, "css @import" if url_import else "css url"
-        else:
+    importing = False  # after "@import" and nothing but spaces and comments
+    url_via = None  # after "url(" and before its string: how the URL was found
+    position = 0
+    skip, token, end = _CSS_SKIP.match, _CSS_TOKEN.match, len(text)
+    while True:
+        gap = position
+        start = skip(text, position).end()
+        if start == end:
+            return found
+        match = token(text, start)
+        if match is None:  # a "\" that escapes nothing: a delimiter
+            position, importing = start + 1, False
             continue
-        if "\\" in raw:
-            raw = _CSS_ESCAPE.sub(_css_unescape, raw)
-        found.append((raw, via))
-    return found
+        position = match.end()
+        quote, string, closed, prefix, name, function = match.groups()
+        if importing and start > gap and text[gap:start].strip(" \t\n"):
+            importing = False
+        if quote:
+            whole = closed or position == end  # not ended by a newline
+            if url_via:
+                if whole and _CSS_CLOSE.match(text, position):
+                    found.append((_css_value(string), url_via))
+            elif importing and whole:
+                found.append((_css_value(string), "css @import"))
+            importing, url_via = False, None
+        elif name:
+            value = _css_value(name).lower()
+            if prefix == "@":
+                importing = value == "import" and not function
+                continue
+            if function and not prefix and value == "url":
+                via = "css @import" if importing else "css url"
+                rest = _CSS_URL_REST.match(text, position)
+                position = rest.end()
+                if rest.group(1):
+                    url_via = via
+                    continue
+                if rest.group(2) is not None:
+                    found.append((_css_value(rest.group(2)), via))
+            importing = False
 
 
 def find_links(text, url, media_type="text/html", found=None):
@@ -3466,8 +3557,8 @@ def find_links(text, url, media_type="text/html", found=None):
     (via as RESOURCE_ATTRIBUTES names them, the first way wins), resolved
     against the first <base href> if any; invalid is a list of (raw link,
     reason, via) for links that cannot be valid URLs. A page with <meta
-    name=robots content=nofollow> has no links. found: what scan_links()
-    found in the text, when the caller has it already."""
+    name=robots content=nofollow> (or none) has no links. found: what
+    scan_links() found in the text, when the caller has it already."""
     if media_type == CSS_TYPE:
         raws, base = css_links(text), url
     else:
@@ -3556,7 +3647,9 @@ class RobotsRules:
                         delay = float(value)
                     except ValueError:
                         continue
-                    if 0 <= delay < float("inf"):  # not "inf", "nan" or negative
+                    # Not "inf", "nan" or negative; a numeral too large for
+                    # a float (inf too) is capped like any large delay.
+                    if 0 <= delay < float("inf") or delay > 0 and value[:1].isdigit():
                         delays.append(min(delay, MAX_CRAWL_DELAY))
         return cls(rules, max(delays) if delays else None)
 
@@ -5147,9 +5240,17 @@ def _run_crawl(crawler, args, writer):
 # Judgement calls: <a href> inside <svg> and <a href> inside <select> are
 # links (browsers follow an SVG <a>, and the customizable-select change
 # parses <select> content as body content); <frame> counts only after a
-# <frameset> start tag (the standard ignores it anywhere else). Foreign
-# content is not tracked otherwise: <![CDATA[ is a bogus comment even in
-# <svg> (the only difference: a ">" inside such a section).
+# <frameset> start tag (the standard ignores it anywhere else). Two kinds
+# of tree-construction state are not tracked, as tracking them means
+# following the text between tags, which _SKIP steps over in C:
+#   - foreign content (<svg>, <math>): <![CDATA[ is a bogus comment even
+#     there (the difference: a ">" inside such a section), and <style> or
+#     <script> inside <svg> hide what follows as in HTML (a browser reads
+#     it as markup, and an <img> there breaks out of the <svg>);
+#   - the frameset-ok flag and the "in frameset" mode: a <frameset> start
+#     tag counts even after text (a browser then ignores it), and in a
+#     frameset <script> and the other text-only elements but <noframes>
+#     still hide what follows (a browser ignores those start tags there).
 #
 # One regex trick needs a word: a tag's attributes are matched inside a
 # lookahead and consumed with a backreference, (?=(...))\1: a lookahead is
@@ -5158,7 +5259,11 @@ def _run_crawl(crawler, args, writer):
 # fails at once instead of after exponential backtracking (an "atomic
 # group", which Python's re only has built in from 3.11).
 
-_TAG_NAME = r"[a-zA-Z][^\t\n\f\r />]*"
+# A tag name runs to a space, "/" or ">": the lookahead says so, and keeps
+# the engine from retrying every shorter name (each followed by a new
+# reading of the attributes) when the tag is never closed, which took time
+# quadratic in the length of the name.
+_TAG_NAME = r"[a-zA-Z][^\t\n\f\r />]*(?=[\t\n\f\r />])"
 # An attribute: a name (a first "=" belongs to it), then optionally "="
 # and a value, quoted (a quote never closed runs to the end) or not.
 _ATTRIBUTE = (r"""[\t\n\f\r /]*([^\t\n\f\r />][^\t\n\f\r />=]*)"""
@@ -5181,7 +5286,7 @@ _ATTRIBUTES = re.compile(_ATTRIBUTE)
 _TEXT_ONLY = {name: re.compile(r"</%s(?=[\t\n\f\r />])" % name, re.I | re.A)
               for name in ("script", "style", "title", "textarea", "xmp", "iframe",
                            "noembed", "noframes", "plaintext")}
-_SCAN_TAGS = frozenset(RESOURCE_ATTRIBUTES).union(_TEXT_ONLY, ("base", "meta", "frameset"))
+_SCAN_TAGS = frozenset(RESOURCE_ATTRIBUTES).union(_TEXT_ONLY, ("base", "meta", "frameset", "image"))
 
 
 def _names_pattern(names):
@@ -5257,7 +5362,7 @@ class _FoundLinks:
 def scan_links(text):
     """The links of HTML text (str) as the HTML Standard's tokenizer reads
     it: an object with .links ([(raw value, via)]), .base (the first <base
-    href>) and .nofollow (<meta name=robots content=nofollow>)."""
+    href>) and .nofollow (<meta name=robots content=nofollow> or none)."""
     found = _FoundLinks()
     skip = _SKIP.match
     end = len(text)

@@ -4156,6 +4156,15 @@ class URLStandardTest(unittest.TestCase):
         for name in ("example.1a", "+1", "1_0", "0x_1"):  # names: the last label is no number
             self.assertEqual(crawl.parse_host(name), name)
 
+    def test_numbers_with_thousands_of_digits(self):
+        # int() refuses more than 4,300 decimal digits (ValueError): a port
+        # or an IPv4 part that long is read (leading zeros) or rejected.
+        self.assertEqual(crawl.normalize_url("http://h.test:" + "0" * 5000 + "81/"), "http://h.test:81/")
+        with self.assertRaisesRegex(crawl.InvalidURL, "invalid port"):
+            crawl.normalize_url("http://h.test:" + "9" * 5000 + "/")
+        with self.assertRaisesRegex(crawl.InvalidURL, "out of range"):
+            crawl.normalize_url("http://1" + "0" * 5000 + "/")
+
     def test_hosts_no_dns_lookup_can_carry_are_invalid(self):
         # Stricter than a browser, which accepts these and then fails at the
         # lookup: Python's socket layer cannot even encode them.
@@ -6123,6 +6132,11 @@ class URLExtractLinksTest(unittest.TestCase):
             ("a.png 0w, b.png 10q, c.png (x, y) 1x, d.png 1.5x", ["d.png"]),
             ("a.png 100w 50h, b.png 50h", ["a.png"]),  # h needs w
             ("", []), (" , ", []),
+            # Descriptors split on ASCII whitespace only: U+00A0, U+2003 and
+            # U+001C are part of a descriptor, which is then invalid.
+            ("a.png 1x\u00a0, b.png 2x\u2003, c.png 1x\x1c, d.png\u00a01x, e.png\t1x",
+             ["d.png\u00a01x", "e.png"]),  # the URL runs to ASCII whitespace
+            ("a.png " + "0" * 5000 + "1w, b.png " + "0" * 5000 + "w", ["a.png"]),  # no int() limit
         ]
         for value, urls in cases:
             with self.subTest(value=value):
@@ -6141,6 +6155,48 @@ class URLExtractLinksTest(unittest.TestCase):
             ("http://h.test/css/c.css", "css @import"), ("http://h.test/css/img/d.png", "css url"),
             ("http://h.test/css/e(1).png", "css url"), ("http://h.test/css/f%20g.png", "css url")])
 
+    def test_css_escapes_are_code_points(self):
+        # CSS's "consume an escaped code point": no windows-1252 table (that
+        # is HTML's, for numeric character references); U+FFFD for 0,
+        # surrogates and numbers past 0x10FFFF.
+        self.assertEqual(crawl.css_links("a{b:url(/\\80 .png)} c{d:url('/\\9f\\41 \\e9.png')}"),
+                         [("/\x80.png", "css url"), ("/\x9fA\xe9.png", "css url")])
+        self.assertEqual(crawl.css_links("a{b:url(/\\0 \\d800\\110000\\10fffd.png)}"),
+                         [("/\ufffd\ufffd\ufffd\U0010fffd.png", "css url")])
+
+    def test_css_syntax(self):
+        cases = [
+            # A newline ends a string as a bad string, which names nothing;
+            # the tokens after the newline are read as usual.
+            ('a{content:"x url(/no.png)\n}', []),
+            ('@import "no\n.css; a{b:url("no\n.png)} c{d:url(/yes.png)}', ["/yes.png"]),
+            ('a{content:"x\r url(/1.png) \f url(/2.png)', ["/1.png", "/2.png"]),  # CR, FF: newlines
+            ('a{content:"x\\\r\n url(/no.png)"}', []),  # an escaped CRLF continues the string
+            # The end of the text closes strings, url( and @import.
+            ('a{content:"x url(/no.png)', []),
+            ("a{b:url(/eof.png", ["/eof.png"]),
+            ("a{b:url(  '/eof.png'  ", ["/eof.png"]),
+            ('@import "eof.css', ["eof.css"]),
+            # A name is compared after its escapes are decoded.
+            ("a{b:\\75rl(/1.png) \\75 rl(/2.png) u\\rl(/3.png) \\55RL(/4.png)}",
+             ["/1.png", "/2.png", "/3.png", "/4.png"]),
+            ("a{b:myurl(/no) -url(/no) #url(/no) 1url(/no) url\\28 /no)}", []),
+            ('@imp\\6frt "e.css"; @import \\\n "no.css"; @importx "no.css"', ["e.css"]),
+            # A bad url (a quote, a parenthesis, a space inside, a
+            # non-printable code point) names nothing and swallows all up to ")".
+            ('a{b:url(/a"b url(/no.png)) url(/1.png) url(/c d) url(/x\x01y) url(/2.png)}',
+             ["/1.png", "/2.png"]),
+            ("a{b:url(/a\\)b.png) url(/a\\75 b.png)}", ["/a)b.png", "/aub.png"]),
+            ("a{b:url(/n\x00.png)}", ["/n\ufffd.png"]),  # NUL is U+FFFD
+            # url("...") is a function: only a string then ")" is a URL.
+            ('a{b:url("s.png" x) url( "t.png" ) url(\n"u.png")}', ["t.png", "u.png"]),
+            ("@import /* c */ 'c.css'; @import x 'no.css'; @import url(\"d.css\")",
+             ["c.css", "d.css"]),
+        ]
+        for css, urls in cases:
+            with self.subTest(css=css):
+                self.assertEqual([raw for raw, _ in crawl.css_links(css)], urls)
+
     def test_distinct_in_document_order(self):
         text = '<a href="/b">1</a><a href="/a">2</a><a href="/b#x">3</a><a href="/a">4</a>'
         self.assertEqual(self.links(text), ["http://127.0.0.1:8000/b", "http://127.0.0.1:8000/a"])
@@ -6150,17 +6206,40 @@ class URLExtractLinksTest(unittest.TestCase):
 
     def test_rel_nofollow(self):
         text = ('<a rel="nofollow" href="/nf">x</a><a rel="external NoFollow" href="/nf2">x</a>'
-                '<a rel="noopener" href="/ok">x</a><a rel="nofollowing" href="/ok2">x</a>')
+                '<a rel="noopener" href="/ok">x</a><a rel="nofollowing" href="/ok2">x</a>'
+                '<a rel="x\fnofollow\r" href="/nf3">')
         self.assertEqual(self.links(text), ["http://127.0.0.1:8000/ok", "http://127.0.0.1:8000/ok2"])
+
+    def test_token_lists_split_on_ascii_whitespace_only(self):
+        # "Split a string on ASCII whitespace": U+00A0 and U+001C belong to a
+        # token (str.split() would split there).
+        text = ("<a rel='nofollow\u00a0x' href=/a><a rel='x\x1cnofollow' href=/b>"
+                "<link rel='x\u00a0stylesheet' href=/no.css><link rel='x\tstylesheet' href=/s.css>")
+        self.assertEqual(self.links(text), ["http://127.0.0.1:8000/a", "http://127.0.0.1:8000/b",
+                                            "http://127.0.0.1:8000/s.css"])
+
+    def test_input_type_is_compared_as_it_is(self):
+        # An enumerated attribute: ASCII case-insensitive, not trimmed.
+        text = "<input type=' image ' src=/no1><input type='image\n' src=/no2><input type=IMAGE src=/i>"
+        self.assertEqual(self.links(text), ["http://127.0.0.1:8000/i"])
+
+    def test_image_is_img(self):
+        # The tree builder renames an <image> start tag to <img>.
+        links, _ = crawl.find_links("<image src=/i.png srcset='/j.png 2x'><IMAGE/src=/k.png>",
+                                    "http://h.test/")
+        self.assertEqual(links, {"http://h.test/i.png": "img src", "http://h.test/j.png": "img srcset",
+                                 "http://h.test/k.png": "img src"})
 
     def test_meta_robots_nofollow(self):
         for meta in ('<meta name="robots" content="noindex, nofollow">',
                      '<meta name="ROBOTS" content="NOFOLLOW">',
-                     '<meta content="nofollow,noarchive" name="robots">'):
+                     '<meta content="nofollow,noarchive" name="robots">',
+                     '<meta name="robots" content="None">'):  # "none": noindex, nofollow
             with self.subTest(meta=meta):
                 self.assertEqual(crawl.extract_links(f"<head>{meta}</head><a href='/a'>a</a>",
                                                      "http://127.0.0.1:8000/"), ([], []))
         for meta in ('<meta name="robots" content="noindex">',
+                     '<meta name="robots" content="nofollow\u00a0x">',
                      '<meta name="googlebot" content="nofollow">'):
             with self.subTest(meta=meta):
                 self.assertEqual(self.links(f"<head>{meta}</head><a href='/a'>a</a>"),
@@ -6372,6 +6451,9 @@ class RobotsRulesTest(unittest.TestCase):
         self.assertIsNone(parse("User-agent: *\nCrawl-delay: -3\n", "x").crawl_delay)
         self.assertEqual(parse("User-agent: *\nCrawl-delay: 1e12\n", "x").crawl_delay,
                          crawl.MAX_CRAWL_DELAY)
+        for huge in ("9" * 400, "9" * 5000, "1e400"):  # too large for a float: inf
+            self.assertEqual(parse(f"User-agent: *\nCrawl-delay: {huge}\n", "x").crawl_delay,
+                             crawl.MAX_CRAWL_DELAY)
         self.assertEqual(crawl.MAX_CRAWL_DELAY, 60.0)
 
 
@@ -9503,6 +9585,10 @@ class ScanLinksStandardTest(unittest.TestCase):
             ('<a href="/n&#x0001;&#65&#x42;">', ["/n\x01AB"]),
             ('<a href="/n&#x80;&#150;&#x9f;&#x81;">', ["/n\u20ac\u2013\u0178\x81"]),
             ('<a href="/n&#0;&#xD800;&#x110000;&#99999999999;">', ["/n\ufffd\ufffd\ufffd\ufffd"]),
+            # Thousands of digits (more than int() converts): leading zeros
+            # count for nothing, and past 0x10FFFF it is U+FFFD.
+            ('<a href="/n&#' + "0" * 5000 + "65;&#x" + "0" * 5000 + "42;&#" + "9" * 5000 + ';">',
+             ["/nAB\ufffd"]),
             # NUL in an attribute value is U+FFFD.
             ('<a href="/nul\x00x">', ["/nul\ufffdx"]),
             ("<a href=/nul\x00y>", ["/nul\ufffdy"]),
@@ -9583,6 +9669,12 @@ class ScanLinksStandardTest(unittest.TestCase):
             ("<frameset><frame src=/1></frameset>", ["/1"]),
             ("<svg><a href=/2><text>x</text></a></svg>", ["/2"]),
             ("<select><option><a href=/3>x</a></select>", ["/3"]),
+            # Not tracked (see crawl.py): foreign content, frameset-ok and
+            # the "in frameset" mode. A browser: /s.png, no /c, /f, no /f2.
+            ("<svg><style><img src=/s.png></style></svg>", []),
+            ("<svg><![CDATA[ > <a href=/c> ]]></svg>", ["/c"]),
+            ("<frameset><script><frame src=/f></script>", []),
+            ("x<frameset><frame src=/f2>", ["/f2"]),
         ])
 
     def test_base_and_nofollow(self):
@@ -9597,6 +9689,45 @@ class ScanLinksStandardTest(unittest.TestCase):
         self.assertEqual(crawl.scan_links(text).links, [("/first", "link")])
         text = "<a href=/first>" + "<a b" * 800 + " href=/one-tag>"  # attributes b<a ... href
         self.assertEqual(crawl.scan_links(text).links, [("/first", "link"), ("/one-tag", "link")])
+
+    def test_time_is_linear_in_the_input(self):
+        # Hostile shapes for a backtracking regex engine (a tag, name or
+        # value never closed, each shape repeated): reading one text of 4n
+        # characters must cost about what reading one of n costs four
+        # times. A quadratic path costs four times that (about a second for
+        # the larger text). CPU time, best of three, with a floor for tiny
+        # times.
+        shapes = [
+            (crawl.scan_links, "<a", "x"), (crawl.scan_links, "<b", "x"),
+            (crawl.scan_links, "<a", "\x00"), (crawl.scan_links, "</a", "x"),
+            (crawl.scan_links, "<script", "x"), (crawl.scan_links, "<b", "x='y'"),
+            (crawl.scan_links, "", "<a"), (crawl.scan_links, "<", "x=y"),
+            (crawl.scan_links, "<b x", "y"), (crawl.scan_links, "<a x=", "y"),
+            (crawl.scan_links, "<b x='", "y"), (crawl.scan_links, "<a ", "x=y "),
+            (crawl.scan_links, "", "<b x"), (crawl.scan_links, "", "<!--"),
+            (crawl.scan_links, "<script>", "<!--<script>"), (crawl.scan_links, "", "&#1"),
+            (crawl.srcset_urls, "a ", "("), (crawl.srcset_urls, "", "a,"),
+            (crawl.css_links, "", "url("), (crawl.css_links, "", "url(\\"),
+            (crawl.css_links, "url(", "\\aaaaaa"), (crawl.css_links, "", "\\75"),
+            (crawl.css_links, "", '"'), (crawl.css_links, "", "/*"),
+            (crawl.css_links, "", "a\\"), (crawl.css_links, "@import", "ab\\41"),
+        ]
+
+        def cpu(function, text, times):
+            best = float("inf")
+            for _ in range(3):
+                start = time.process_time()
+                for _ in range(times):
+                    function(text)
+                best = min(best, time.process_time() - start)
+            return best
+
+        n = 2000
+        for function, prefix, filler in shapes:
+            with self.subTest(function=function.__name__, prefix=prefix, filler=filler):
+                small = prefix + filler * (n // len(filler))
+                large = prefix + filler * (4 * n // len(filler))
+                self.assertLess(cpu(function, large, 1), 2.5 * max(cpu(function, small, 4), 0.01))
 
     def test_more_constructs_than_one_skip_takes(self):
         text = "<p>x</p>" * 30000 + "<a href=/last>" + "<!-- c -->" * 30000 + "<a href=/end>"
