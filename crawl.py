@@ -1343,6 +1343,12 @@ def start_tls(sock, context, server_hostname, timeout=None):
     Raises ssl.SSLError (ssl.SSLCertVerificationError for a certificate that
     does not verify), TimeoutError after timeout seconds. On error the socket
     is closed."""
+    # ssl.SSLSocket, not asyncio's ssl.MemoryBIO + SSLObject: a BIO layer
+    # saves a read() per TLS record (OpenSSL reads a record's 5-byte header
+    # and its body apart), but on a 1,500-page HTTPS crawl it ran 2.5% more
+    # instructions (copies through the BIOs, Python code on every read),
+    # and saved no measurable CPU. TLS costs here are handshakes (5.5 M
+    # instructions each) and loading the system CA store (235 M, once).
     tls = context.wrap_socket(sock, server_hostname=server_hostname,
                               do_handshake_on_connect=False)
     try:

@@ -3276,6 +3276,67 @@ class RuntimeTLSTest(RuntimeTestCase):
 
         self.assertEqual(self.run_co(client()), (b"hel", b"lo", b"wor", b"ld!"))
 
+    def test_tls_peer_closing_with_or_without_close_notify_is_an_eof(self):
+        def script(conn):
+            conn.sock.sendall(b"all of it")
+            if conn.number == 1:  # close_notify before the TCP FIN
+                conn.sock.setblocking(False)
+                try:
+                    conn.sock.unwrap()
+                except ssl.SSLWantReadError:
+                    pass  # sent; the client's close_notify is not waited for
+            conn.close()  # the second connection: no close_notify, just the FIN
+
+        server = self.scripted(script, tls=True)
+
+        def client():
+            stream = yield from crawl.open_connection("127.0.0.1", server.port,
+                                                      ssl_context=client_tls_context())
+            try:
+                chunks = []
+                while True:
+                    chunk = yield from stream.read()
+                    if not chunk:
+                        return b"".join(chunks), stream.at_eof()
+                    chunks.append(chunk)
+            finally:
+                stream.close()
+
+        for number in (1, 2):
+            with self.subTest(close_notify=number == 1):
+                self.assertEqual(self.run_co(client()), (b"all of it", True))
+
+    def test_tls_sends_more_than_the_socket_buffers_hold(self):
+        # 4 MiB through small socket buffers: send() finds them full often;
+        # the ciphertext left over when sendall() returns must still go out
+        # before the client waits for the answer, which needs every byte.
+        payload = bytes(range(256)) * 16384
+
+        def script(conn):
+            conn.sock.settimeout(5)
+            received = 0
+            while received < len(payload):
+                chunk = conn.sock.recv(65536)
+                if not chunk:
+                    return
+                received += len(chunk)
+            conn.sock.sendall(b"%d\n" % received)
+
+        server = self.scripted(script, tls=True)
+
+        def client():
+            stream = yield from crawl.open_connection("127.0.0.1", server.port,
+                                                      ssl_context=client_tls_context(),
+                                                      read_timeout=5)
+            try:
+                stream.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+                yield from stream.write(payload)
+                return (yield from stream.readline())
+            finally:
+                stream.close()
+
+        self.assertEqual(self.run_co(client()), b"%d\n" % len(payload))
+
     def test_tls_verification_fails_with_the_default_context(self):
         server = self.scripted(lambda conn: None, tls=True)
         context = ssl.create_default_context()  # does not trust the test certificate
@@ -5524,6 +5585,27 @@ class HTTPTLSTest(HTTPLayerTestCase):
         self.assertEqual(first.body, b"over tls")
         self.assertEqual(second.body, b"chunked over tls")
         self.assertEqual(server.connections, 1)
+
+    def test_large_bodies_over_tls(self):
+        # 3 MiB bodies: hundreds of TLS records, cut anywhere by the reads.
+        body = bytes(random.Random(13).randrange(256) for _ in range(4096)) * 768
+        server = self.raw({"/length": http_response(body),
+                           "/chunked": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                       + chunked_body(body, (40000, 1, 16384, 70001))}, tls=True)
+        client = self.client(cafile=CERT_FILE, max_size=8 << 20)
+        responses = self.get_many(client, [server.url("/length"), server.url("/chunked")])
+        self.assertEqual([response.body == body for response in responses], [True, True])
+        self.assertEqual(server.connections, 1)
+
+    @virtual_clock(io_grace=0.05)  # the server sends its bytes at once, then nothing
+    def test_read_timeout_mid_body_over_tls(self):
+        server = self.raw({"/": answer_and_hold(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")},
+                          tls=True)
+        client = self.client(cafile=CERT_FILE, read_timeout=30, timeout=None)
+        started = self.loop.time()
+        error = self.get_error(TimeoutError, client, server.url("/"), run_timeout=50)
+        self.assertIn(server.url("/"), str(error))
+        self.assertAlmostEqual(self.loop.time() - started, 30.0, places=9)
 
     def test_default_client_rejects_the_test_certificate(self):
         site = self.site({"/": html_page()}, tls=True)
