@@ -3822,6 +3822,9 @@ def describe_error(error, url=None):
         return "dns", f"cannot resolve host: {reason}"
     if isinstance(error, ssl.SSLCertVerificationError):
         return "tls", f"certificate verify failed: {error.verify_message}"
+    if isinstance(error, (ssl.SSLEOFError, ssl.SSLZeroReturnError)):
+        # Worded differently by each OpenSSL and Python version: one message.
+        return "tls", "TLS error: the server closed the connection in the middle of TLS"
     if isinstance(error, ssl.SSLError):
         reason = getattr(error, "reason", None) or str(error)
         hint = " (is this port plain HTTP?)" if reason == "WRONG_VERSION_NUMBER" else ""

@@ -6887,6 +6887,13 @@ class CrawlerDescribeErrorTest(unittest.TestCase):
         self.assertEqual(crawl.describe_error(RuntimeError("surprise")),
                          ("internal", "unexpected RuntimeError: surprise"))
 
+    def test_a_tls_connection_closed_early_is_one_message_on_every_python(self):
+        for error in (ssl.SSLEOFError(8, "EOF occurred in violation of protocol (_ssl.c:1129)"),
+                      ssl.SSLZeroReturnError(6, "TLS/SSL connection has been closed (EOF)"),
+                      ssl.SSLEOFError(8, "[SSL: UNEXPECTED_EOF_WHILE_READING] unexpected eof")):
+            self.assertEqual(crawl.describe_error(error), (
+                "tls", "TLS error: the server closed the connection in the middle of TLS"))
+
     def test_a_dns_failure_names_the_host_first(self):
         error = socket.gaierror(socket.EAI_NONAME, "Name or service not known (resolving 'xkcd.com')")
         self.assertEqual(crawl.describe_error(error, "http://xkcd.com/"),
