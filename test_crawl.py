@@ -9128,6 +9128,100 @@ class CLITest(ServerTestCase):
         self.interrupt(signal.SIGTERM, 143)
 
 
+class CLILinkCheckTest(ServerTestCase):
+    """Issue 10's "done when": one site with every kind of broken link at
+    once, checked in one run of the command line as CI would run it."""
+
+    def test_a_complete_link_check(self):
+        def download(handler):  # a valid 30 MB file: the head, then less than 1 MB of it
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/zip")
+            handler.send_header("Content-Length", "30000000")
+            handler.end_headers()
+            try:
+                handler.wfile.write(bytes(64 * 1024))
+                handler.wfile.flush()
+            except OSError:
+                pass
+            handler.close_connection = True
+
+        def head_hostile(conn, request):
+            if request.startswith(b"HEAD "):
+                conn.send(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+            else:
+                conn.send(http_response("%PDF-1.7", headers=[("Content-Type", "application/pdf")]))
+
+        # "localhost" is another host than the site's 127.0.0.1.
+        hostile = self.raw({"/paper.pdf": head_hostile})
+        paper = f"http://localhost:{hostile.port}/paper.pdf"
+        dead = f"http://localhost:{refused_port(self)}/"
+        site = self.site()
+        u = site.url
+        site.routes.update({
+            "/robots.txt": robots_page("User-agent: *\nDisallow:\nSitemap: /sitemap.xml\n"),
+            "/": Page(f"""<!doctype html><link rel=stylesheet href="/style.css">
+                <link rel=stylesheet href="/gone.css"><script src="/missing.js"></script>
+                <img src="/ok.png" srcset="/ok.png 1x, /missing-2x.png 2x"><img src="/missing.png">
+                <a href="/about.html#team">team</a> <a href="/about.html#nowhere">?</a>
+                <a href="/big.zip">download</a> <a href="{paper}">paper</a> <a href="{dead}">dead</a>"""),
+            "/about.html": Page('<h2 id="team">Team</h2><a href="/">home</a>'),
+            "/style.css": Page("body { background: url(/missing-bg.png) }", content_type="text/css"),
+            "/ok.png": Page(b"\x89PNG", content_type="image/png"),
+            "/big.zip": download,
+            "/sitemap.xml": Page(sitemap_xml(*map(u, ["/", "/about.html", "/orphan.html", "/dead.html"])),
+                                 content_type="application/xml"),
+            "/orphan.html": Page("<p>nobody links here</p>"),
+        })
+        output = os.path.join(tempfile.mkdtemp(prefix="crawl-test-"), "records.jsonl")
+        self.addCleanup(shutil.rmtree, os.path.dirname(output), True)
+        # One worker: the same referrer and via in every run.
+        status, out, err = run_main([u(), "--external", "--fragments", "--sitemaps", "-q",
+                                     "--max-tasks", "1", "-o", output])
+        self.assertEqual(status, crawl.EXIT_FAILED_URLS, err)
+        records = {r["url"]: (r["status"], r["error_kind"], r["via"], r["referrer"])
+                   for r in read_jsonl(output)}
+        root, css, sitemap = u(), u("/style.css"), u("/sitemap.xml")
+        self.assertEqual(records, {
+            root: (200, None, "root", None),
+            u("/style.css"): (200, None, "link href", root),
+            u("/gone.css"): (404, None, "link href", root),
+            u("/missing.js"): (404, None, "script src", root),
+            u("/ok.png"): (200, None, "img src", root),
+            u("/missing-2x.png"): (404, None, "img srcset", root),
+            u("/missing.png"): (404, None, "img src", root),
+            u("/about.html"): (200, None, "link", root),
+            u("/about.html#nowhere"): (None, "fragment", "link", root),
+            u("/big.zip"): (200, None, "link", root),
+            paper: (200, None, "link", root),
+            dead: (None, "refused", "link", root),
+            u("/missing-bg.png"): (404, None, "css url", css),
+            sitemap: (200, None, "robots.txt", u("/robots.txt")),
+            u("/orphan.html"): (200, None, "sitemap", sitemap),
+            u("/dead.html"): (404, None, "sitemap", sitemap),
+        })
+        download_record = [r for r in read_jsonl(output) if r["url"] == u("/big.zip")][0]
+        self.assertEqual((download_record["content_length"], download_record["size"],
+                          download_record["failed"]), (30000000, 0, False))
+        self.assertEqual(hostile.targets, ["/robots.txt", "/paper.pdf", "/paper.pdf"])  # HEAD, GET
+        # -q: the failures, then the summary.
+        failed = [line.split("  ")[0] for line in out.split("\n\n")[0].split("\n")]
+        self.assertEqual(failed, ["--- " + u("/about.html#nowhere"), "404 " + u("/dead.html"),
+                                  "404 " + u("/gone.css"), "404 " + u("/missing-2x.png"),
+                                  "404 " + u("/missing-bg.png"), "404 " + u("/missing.js"),
+                                  "404 " + u("/missing.png"), "--- " + dead])  # by URL
+        summary = out.split("\n\n")[1].split("\n")
+        self.assertEqual(summary[:4], [
+            "Statuses: 2xx 8, 4xx 6 (HTTP responses)",
+            "Errors:   refused 1, fragment 1 (no usable response)",
+            "Skipped:  none",
+            "Failed:   8 URLs (4xx 6, refused 1, fragment 1)"])
+        self.assertEqual(summary[4:6], [
+            "Sitemaps: 1 read, listing 4 URLs on the site; 0 entries ignored (off the site, "
+            "not valid URLs, or past a limit)",
+            "Orphans:  2 pages in a sitemap that no page links to"])
+        self.assertEqual(summary[-2:], ["Pages:    3 (HTML documents fetched with status 200)", ""])
+
+
 class CLIUserFeedbackTest(ServerTestCase):
     """What a new user tripped over: clear errors, nothing charged to the
     wrong URL, a report that says where to fix a broken link."""
