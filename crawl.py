@@ -4737,6 +4737,10 @@ class Crawler:
         if url is None or self._excluded(url):
             self.sitemap_ignored += 1
             return False
+        if url in self.records and url not in self.sitemap_files:
+            # A URL has one record: a sitemap fetched before as a root or a
+            # link (an index lists it, and a page got there first) stays unread.
+            logger.info("%s: a sitemap, but fetched before it was known as one: not read", url)
         self.sitemap_files.setdefault(url, nesting)
         return self._discover(url, self.max_redirect, 0, referrer, (), via)
 
@@ -5009,7 +5013,7 @@ def _sitemap_lines(crawler):
             f"{crawler.sitemap_ignored} entries ignored (off the site, not valid URLs, "
             "or past a limit)",
             "Orphans:  " + (f"{_plural(orphans, 'page')} in a sitemap that no page links to"
-                            if orphans else "none (every URL in a sitemap is linked from a page)")]
+                            if orphans else "none (no URL in a sitemap lacks a link)")]
 
 
 def _nothing_fetched(crawler):
@@ -5172,9 +5176,10 @@ examples:
   python3 crawl.py -q localhost:8000 -o - | jq -r .url
                                                    every URL found, one a line
   python3 crawl.py https://example.com/ --exclude '\\.pdf$' --delay 0.5
-  python3 crawl.py -q --external --fragments https://example.com/
+  python3 crawl.py -q --external --fragments --sitemaps https://example.com/
                                                  a link check for CI: every link,
-                                                 on the site and off it
+                                                 on the site and off it, and
+                                                 every sitemap entry
 
 exit status: 0 all URLs fine (2xx/3xx, or not fetched by choice), 1 some URL
 failed (error, 4xx, 5xx) or the --output file could not be written, 2 bad

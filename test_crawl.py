@@ -7635,6 +7635,19 @@ class CrawlerSitemapTest(CrawlerTestCase):
         self.assertIn(f"INFO:crawl:{u('/i2.xml')}: a sitemap index 3 deep; its sitemaps were not read",
                       logs.output)
 
+    def test_a_sitemap_fetched_before_it_is_known_as_one_says_so(self):
+        site = self.site({"/": html_page()})
+        u = site.url
+        site.routes.update({"/robots.txt": robots_page("Sitemap: /index.xml\n"),
+                            "/index.xml": self.xml(sitemap_xml(u("/s1.xml"), index=True)),
+                            "/s1.xml": self.xml(sitemap_xml(u("/a")))})
+        with self.assertLogs("crawl", "INFO") as logs:
+            crawler, records = self.crawl_site([u(), u("/s1.xml")], sitemaps=True, max_tasks=1)
+        self.assert_record(records[u("/s1.xml")], status=200, via="root", links=0, error=None)
+        self.assertNotIn(u("/a"), records)
+        self.assertIn(f"INFO:crawl:{u('/s1.xml')}: a sitemap, but fetched before it was known "
+                      "as one: not read", logs.output)
+
     def test_off_by_default(self):
         site = self.site({"/": html_page(), "/sitemap.xml": self.xml(sitemap_xml("/x"))})
         crawler, records = self.crawl_site(site.url())
