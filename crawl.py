@@ -271,6 +271,10 @@ OPTIONS = (
     Option("fragments", "--fragments", False, "crawler", SWITCH, None,
            "check #name links to pages on the site against their id and <a name> anchors",
            shown="off"),
+    Option("sitemaps", "--sitemaps", False, "crawler", SWITCH, None,
+           "also start from the URLs of the site's sitemaps (robots.txt Sitemap: lines, else "
+           "/sitemap.xml of a root's origin); the report counts orphans, URLs in a sitemap "
+           "that no page links to", shown="off"),
     Option("exclude", "--exclude", (), "crawler", REGEXES, "REGEX",
            "skip URLs matching REGEX (repeatable)", shown="none"),
     Option("robots", "--no-robots", True, "crawler", SWITCH, None,
@@ -390,12 +394,17 @@ ERROR_KINDS = {
     "invalid_url": ErrorKind(FAILURE, False, "a link or Location that is not a valid URL"),
     "fragment": ErrorKind(FAILURE, False, "a #name link to a page that has no such id or "
                           "<a name> (--fragments)"),
+    "sitemap": ErrorKind(FAILURE, False, "a sitemap that breaks the sitemaps.org protocol: not "
+                         "a sitemap, not well-formed XML, a DOCTYPE, over 50,000 URLs or 50 MB "
+                         "(--sitemaps)"),
     "internal": ErrorKind(FAILURE, False, "a bug in crawl.py; the crawl goes on"),
     # Fetched, and not failures.
     "cut_short": ErrorKind(FETCHED, False, "an HTML page larger than --max-size: its links "
                            "were taken from the first --max-size bytes"),
     "soft_404": ErrorKind(FETCHED, False, "answered as the origin answers a path that cannot "
                           "exist (a soft 404): fetched, its links not followed"),
+    "no_sitemap": ErrorKind(FETCHED, False, "/sitemap.xml, tried by --sitemaps as robots.txt "
+                            "names no sitemap, answered 4xx or an HTML page: the site has none"),
     # Not fetched by choice: not failures.
     "robots": ErrorKind(SKIPPED, False, "disallowed by robots.txt"),
     "max_depth": ErrorKind(SKIPPED, False, "deeper than --max-depth"),
@@ -430,7 +439,8 @@ RECORD_FIELDS = {
     "elapsed": "seconds from the first attempt to the end, back-off included",
     "depth": "links from a root (a redirect keeps its source's depth)",
     "referrer": "the first page that linked to it, or the URL that redirected to it",
-    "via": 'how it was found: "root", "link", "redirect", or the tag and attribute '
+    "via": 'how it was found: "root", "link", "redirect", "sitemap" (listed in a sitemap, '
+           'or /sitemap.xml), "robots.txt" (a sitemap it names), or the tag and attribute '
            'of a resource ("img src", "css url")',
     "linked_from": "for a failed URL, how many pages link or redirect to it, as far as "
                    "known when it finished (the report counts them all), else null",
@@ -3108,12 +3118,14 @@ class Client:
             self._ssl_context = context
         return self._ssl_context
 
-    def fetch(self, url, method="GET", headers=None, read_body=None, time_limit=None):
+    def fetch(self, url, method="GET", headers=None, read_body=None, time_limit=None,
+              max_size=None):
         """Fetch url (str) with method "GET" or "HEAD"; return a Response.
 
         headers: extra (name, value) pairs or a dict; read_body: see
         read_response (None reads every body); time_limit: this fetch's
-        timeout instead of the client's. Raises:
+        timeout instead of the client's; max_size: this fetch's largest
+        body instead of the client's. Raises:
           ValueError            the URL is not http(s) or has no host
           socket.gaierror       the host name does not resolve
           OSError               connecting or sending failed
@@ -3129,7 +3141,7 @@ class Client:
         origin = (scheme, host, port)
         request = self._request_bytes(method, target, host_field(scheme, host, port), headers)
         started = get_event_loop().time()
-        how = (method, read_body)
+        how = (method, read_body, self.max_size if max_size is None else max_size)
         try:
             with timeout(self.timeout if time_limit is None else time_limit):
                 stream = self.pool.get(origin)
@@ -3173,7 +3185,7 @@ class Client:
         return stream
 
     def _send_and_read(self, stream, origin, request, how, url, reused, started):
-        method, read_body = how
+        method, read_body, max_size = how
         self._active.add(stream)
         reusable = False
         received_before = stream.bytes_received
@@ -3181,7 +3193,7 @@ class Client:
             try:
                 yield from stream.write(request)
                 response, reusable = yield from read_response(stream, method, url,
-                                                              self.max_size, read_body)
+                                                              max_size, read_body)
             except (ConnectionResetError, BrokenPipeError, IncompleteReadError) as error:
                 nothing_received = stream.bytes_received == received_before
                 retry = reused and nothing_received and method in IDEMPOTENT_METHODS
@@ -3596,6 +3608,92 @@ def extract_links(text, url):
     return list(links), [(raw, reason) for raw, reason, _ in invalid]
 
 
+# Sitemaps --------------------------------------------------------------------
+#
+# The URLs a site lists for crawlers (sitemaps.org): a <urlset> of <url><loc>
+# entries, or a <sitemapindex> of <sitemap><loc> entries naming more
+# sitemaps; gzip-compressed or not. The protocol's limits: 50,000 URLs and
+# 50 MB (uncompressed) per file.
+#
+# Parsed with expat (pyexpat, what xml.etree runs on) rather than through
+# ElementTree: expat does not fetch external entities but expands internal
+# ones, so a DOCTYPE with nested ENTITY declarations ("billion laughs")
+# would blow up. A DOCTYPE is refused as expat reports it, before any
+# declaration in it is read, whatever the document's encoding (a search of
+# the bytes for "<!DOCTYPE" would miss a UTF-16 one); and the handlers
+# keep only the <loc> text, where ElementTree would build a tree of 50 MB.
+
+SITEMAP_NAMESPACE = "http://www.sitemaps.org/schemas/sitemap/0.9"
+SITEMAP_MAX_URLS = 50000
+SITEMAP_MAX_BYTES = 50 * 1024 * 1024  # 50 MiB: the protocol's "50MB", read generously
+
+
+class SitemapError(ValueError):
+    """A document that is no valid sitemap; the message says why."""
+
+
+def parse_sitemap(data):
+    """(is_index, locs, more) of a sitemap (bytes, gzip-compressed or not):
+    whether it is a sitemap index, the text of its first SITEMAP_MAX_URLS
+    <loc> entries in order, and how many more it has. SitemapError for a
+    document that is not one, or over SITEMAP_MAX_BYTES uncompressed."""
+    from xml.parsers import expat  # only --sitemaps needs it
+    if data[:2] == b"\x1f\x8b":
+        data = _gunzip_sitemap(data)
+    parser = expat.ParserCreate(namespace_separator=" ")
+    parser.buffer_text = True
+    names = {}  # the names of the root, its entries and their <loc>, once known
+    open_names, text, locs, more = [], [], [], 0
+
+    def start(name, attributes):
+        if not open_names:
+            namespace, _, local = name.rpartition(" ")
+            if local not in ("urlset", "sitemapindex") or namespace not in ("", SITEMAP_NAMESPACE):
+                raise SitemapError(f"not a sitemap: the document is a <{local}>")
+            prefix = name[:len(name) - len(local)]
+            names["entry"] = prefix + ("url" if local == "urlset" else "sitemap")
+            names["loc"] = prefix + "loc"
+        open_names.append(name)
+        text.clear()
+
+    def end(name):
+        nonlocal more
+        if len(open_names) == 3 and name == names["loc"] and open_names[1] == names["entry"]:
+            if len(locs) < SITEMAP_MAX_URLS:
+                locs.append("".join(text).strip())
+            else:
+                more += 1
+        open_names.pop()
+
+    def refuse(*args):
+        raise SitemapError("not a sitemap: it has a DOCTYPE (refused: entity expansion)")
+
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
+    parser.CharacterDataHandler = text.append
+    parser.StartDoctypeDeclHandler = refuse
+    parser.EntityDeclHandler = refuse
+    try:
+        parser.Parse(data, True)
+    except expat.ExpatError as error:
+        raise SitemapError(f"not well-formed XML: {error}") from None
+    return names["entry"].endswith("sitemap"), locs, more
+
+
+def _gunzip_sitemap(data):
+    decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)  # gzip only
+    try:
+        data = decompressor.decompress(data, SITEMAP_MAX_BYTES + 1)
+    except zlib.error as error:
+        raise SitemapError(f"not valid gzip: {error}") from None
+    if len(data) > SITEMAP_MAX_BYTES:
+        raise SitemapError(f"larger than {SITEMAP_MAX_BYTES} bytes uncompressed "
+                           "(the sitemaps.org limit)")
+    if not decompressor.eof:
+        raise SitemapError("not valid gzip: it ends early")
+    return data
+
+
 # ---------------------------------------------------------------------------
 # 8. robots.txt
 # ---------------------------------------------------------------------------
@@ -3615,11 +3713,13 @@ class RobotsRules:
     can_fetch(target) takes a normalized path and query ("/a?b=1"). The
     longest matching pattern (in octets) wins; Allow wins a tie; "*" matches
     any run of characters and a final "$" anchors the end (RFC 9309
-    §2.2.2-2.2.3). crawl_delay is seconds (float) or None."""
+    §2.2.2-2.2.3). crawl_delay is seconds (float) or None; sitemaps, the
+    values of the file's Sitemap: lines (for every user agent), in order."""
 
-    def __init__(self, rules=(), crawl_delay=None, reason=None, error_kind="robots"):
+    def __init__(self, rules=(), crawl_delay=None, reason=None, error_kind="robots", sitemaps=()):
         self.rules = [(_robots_pattern(path), len(path), allow) for allow, path in rules]
         self.crawl_delay = crawl_delay
+        self.sitemaps = list(sitemaps)
         self.reason = reason  # why everything is disallowed, if it is
         self.error_kind = error_kind  # what a blocked URL's record says
 
@@ -3657,7 +3757,7 @@ class RobotsRules:
                     # a float (inf too) is capped like any large delay.
                     if 0 <= delay < float("inf") or delay > 0 and value[:1].isdigit():
                         delays.append(min(delay, MAX_CRAWL_DELAY))
-        return cls(rules, max(delays) if delays else None)
+        return cls(rules, max(delays) if delays else None, sitemaps=_robots_sitemaps(text))
 
     def summary(self):
         """A short description for the log."""
@@ -3695,6 +3795,17 @@ def _robots_groups(text):
         elif agents is not None and key in ("allow", "disallow", "crawl-delay"):
             rules.append((key, value))  # other records (Sitemap, ...) do not end a group
     return groups
+
+
+def _robots_sitemaps(text):
+    """The values of the Sitemap: lines, which belong to no group (RFC 9309
+    §2.2.4; sitemaps.org)."""
+    sitemaps = []
+    for line in text.lstrip("\ufeff").splitlines():
+        key, colon, value = line.split("#", 1)[0].partition(":")
+        if colon and key.strip().lower() == "sitemap" and value.strip():
+            sitemaps.append(value.strip())
+    return sitemaps
 
 
 def _robots_pattern(path):
@@ -3745,6 +3856,9 @@ MAX_REFERRERS = 100  # linking pages kept per failed URL (the count has them all
 BODY_TYPES = HTML_TYPES + (CSS_TYPE,)
 # Off-site links are checked at most this many at a time per host.
 EXTERNAL_PER_HOST = 2
+# Sitemap indexes are read this many deep (sitemaps.org allows one; some
+# sites nest them); the sitemaps a deeper index lists are ignored.
+MAX_SITEMAP_NESTING = 2
 
 
 def wants_body(response):
@@ -3755,6 +3869,11 @@ def wants_body(response):
 def no_body(response):
     """The read_body of a GET that stops after the head."""
     return False
+
+
+def _status_ok(response):
+    """The read_body of a sitemap: every 200 response is read."""
+    return response.status == 200
 
 
 
@@ -3925,7 +4044,7 @@ class Crawler:
     Options: the keywords of OPTIONS for the "crawler" (max_tasks,
     max_redirect, max_tries, max_pages, max_depth, delay, backoff,
     max_retry_after, scope, lenient, external, external_timeout, external_tries,
-    fragments, exclude, robots, max_url_length, max_path_segments,
+    fragments, sitemaps, exclude, robots, max_url_length, max_path_segments,
     max_segment_repeats, soft_404) and for the "client" (passed
     to the Client it makes), with the defaults and meanings given there;
     times in seconds, sizes in bytes. Besides those, on_record is a
@@ -3968,6 +4087,14 @@ class Crawler:
         self.fragments = settings["fragments"]
         self.anchors = {}  # --fragments: page URL -> its anchors (None: cut short)
         self.fragment_links = {}  # --fragments: (page URL, fragment) -> [referrer, depth, pages]
+        self.sitemaps = settings["sitemaps"]
+        self.sitemap_files = {}  # --sitemaps: sitemap URL -> its nesting (0: not in an index)
+        self._guessed_sitemaps = set()  # /sitemap.xml URLs tried though no robots.txt names them
+        self._sitemap_origins = set()  # the origins whose sitemaps were looked for
+        self._root_origins = {url_origin(root) for root in self.roots}
+        self.sitemap_listed = {}  # URL in scope -> how many times sitemaps list it
+        self.sitemap_ignored = 0  # <loc> entries not queued: off the site, not valid, too deep
+        self.sitemaps_read = 0
         if self.external_tries < 1:
             raise ValueError("external_tries must be at least 1")
         exclude = settings["exclude"]
@@ -4214,16 +4341,21 @@ class Crawler:
             return self._not_fetched(record, "max_pages",
                                      f"not fetched: --max-pages {self.max_pages} reached")
         origin = url_origin(url)
-        off_site = not self.on_site(url)  # an off-site link checked with --external
+        on_site = self.on_site(url)
+        nesting = self.sitemap_files.get(url) if self.sitemaps else None
+        off_site = not on_site and nesting is None  # an off-site link checked with --external
         state = self.origins.get(origin)
         if state is None:
             state = self.origins[origin] = _OriginState(origin[1])
+        rules = None
         if self.robots:
             rules = yield from self._robots_rules(origin, state, off_site)
-            if not rules.can_fetch(url_target(url)):
-                return self._not_fetched(record, rules.error_kind,
-                                         rules.reason or "blocked by robots.txt")
-        if self.soft_404 and not off_site and (state.probe is None or not state.probe.done()):
+        if self.sitemaps and on_site and origin not in self._sitemap_origins:
+            self._find_sitemaps(origin, rules)
+        if rules is not None and not rules.can_fetch(url_target(url)):
+            return self._not_fetched(record, rules.error_kind,
+                                     rules.reason or "blocked by robots.txt")
+        if self.soft_404 and on_site and (state.probe is None or not state.probe.done()):
             yield from self._probe_soft_404(origin, state)
         if self.max_pages is not None and self.fetches_started >= self.max_pages:
             # Other workers started fetches while this one waited for robots.txt
@@ -4235,6 +4367,8 @@ class Crawler:
         try:
             if off_site:
                 yield from self._check_off_site(url, record, state)
+            elif nesting is not None:
+                yield from self._fetch_sitemap(item, record, state, nesting)
             else:
                 yield from self._fetch_and_follow(item, record, state)
         except Exception:  # following the links failed: the record still says how long
@@ -4347,12 +4481,13 @@ class Crawler:
     # Fetching ------------------------------------------------------------------
 
     def _fetch_with_retries(self, url, record, state, method="GET", read_body=None,
-                            off_site=False):
+                            off_site=False, max_size=None):
         """Fetch url, retrying network errors, timeouts, 429 and 503 up to
         max_tries with exponential back-off (Retry-After honoured up to
         max_retry_after). Running out of file descriptors is waited out and
         not counted as a try. Off-site: external_tries and external_timeout
-        instead of max_tries and the client's timeout."""
+        instead of max_tries and the client's timeout. max_size: the body
+        limit instead of the client's."""
         max_tries = self.external_tries if off_site else self.max_tries
         time_limit = self.external_timeout if off_site else None
         waited_for_descriptors = 0.0
@@ -4362,7 +4497,8 @@ class Crawler:
             tries += 1
             record.tries += 1
             try:
-                response = yield from self._fetch_once(url, method, read_body, time_limit)
+                response = yield from self._fetch_once(url, method, read_body, time_limit,
+                                                       max_size)
             except Exception as error:
                 if _out_of_file_descriptors(error):
                     tries -= 1
@@ -4385,11 +4521,14 @@ class Crawler:
                 logger.info("%s: status %d; retrying in %.1f s", url, response.status, delay)
             yield from sleep(delay)
 
-    def _fetch_once(self, url, method="GET", read_body=None, time_limit=None):
+    def _fetch_once(self, url, method="GET", read_body=None, time_limit=None, max_size=None):
         self.fetching += 1  # a request on the wire (stats)
         try:
             if read_body is None and time_limit is None:  # a Client of the caller's own
                 return (yield from self.client.fetch(url, method))
+            if max_size is not None:  # a sitemap
+                return (yield from self.client.fetch(url, method, read_body=read_body,
+                                                     time_limit=time_limit, max_size=max_size))
             return (yield from self.client.fetch(url, method, read_body=read_body,
                                                  time_limit=time_limit))
         finally:
@@ -4672,6 +4811,121 @@ class Crawler:
             record.error = f"no id or <a name> {name!r} on {page}"
             self._finish(record)
 
+    # Skip on first reading: --sitemaps.
+    def _find_sitemaps(self, origin, rules):
+        """Before the first URL of an origin on the site is fetched: queue
+        the sitemaps its robots.txt names (via "robots.txt"), or when it
+        names none, /sitemap.xml of a root's origin (via "sitemap"; a 4xx
+        there only means the site has none: kind "no_sitemap")."""
+        self._sitemap_origins.add(origin)
+        scheme, host, port = origin
+        robots_url = f"{scheme}://{host_field(scheme, host, port)}/robots.txt"
+        if rules is not None and rules.sitemaps:
+            for text in rules.sitemaps:
+                self._queue_sitemap(text, robots_url, "robots.txt", 0)
+        elif origin in self._root_origins and (rules is None or rules.reason is None):
+            guess = robots_url[:-len("robots.txt")] + "sitemap.xml"
+            if guess not in self.seen:
+                self._guessed_sitemaps.add(guess)
+            self._queue_sitemap(guess, None, "sitemap", 0)
+
+    def _queue_sitemap(self, text, referrer, via, nesting):
+        """Queue a sitemap (text: its URL as written, resolved against
+        referrer); True if it was queued."""
+        try:
+            url = normalize_url(text, referrer)
+        except ValueError:
+            url = None
+        if url is None or self._excluded(url):
+            self.sitemap_ignored += 1
+            return False
+        if url in self.records and url not in self.sitemap_files:
+            # A URL has one record: a sitemap fetched before as a root or a
+            # link (an index lists it, and a page got there first) stays unread.
+            logger.info("%s: a sitemap, but fetched before it was known as one: not read", url)
+        self.sitemap_files.setdefault(url, nesting)
+        return self._discover(url, self.max_redirect, 0, referrer, (), via)
+
+    def _fetch_sitemap(self, item, record, state, nesting):
+        """Fetch a sitemap whole (up to SITEMAP_MAX_BYTES, whatever
+        --max-size says) and queue what it lists: the URLs in scope as
+        roots (depth 0, via "sitemap", the sitemap as referrer), the
+        sitemaps of an index up to MAX_SITEMAP_NESTING deep."""
+        guessed = item.url in self._guessed_sitemaps
+        try:
+            response = yield from self._fetch_with_retries(
+                item.url, record, state, read_body=_status_ok, max_size=SITEMAP_MAX_BYTES)
+        except Exception as error:
+            record.error_kind, record.error = describe_error(error, item.url)
+            if isinstance(error, HTTPError) and error.response is not None:
+                self._take_response_facts(record, error.response)
+            if type(error) is BodyTooLarge:
+                record.error_kind = "sitemap"
+                record.error = (f"larger than {SITEMAP_MAX_BYTES} bytes (the sitemaps.org "
+                                "limit): not read")
+            return
+        self._take_response_facts(record, response)
+        if response.status in REDIRECT_STATUSES and response.location:
+            self._follow_redirect(record, response.location, item)
+            if record.new_links:  # the target is the sitemap
+                self.sitemap_files.setdefault(record.redirect, nesting)
+                if guessed:
+                    self._guessed_sitemaps.add(record.redirect)
+            return
+        if guessed and (400 <= response.status < 500 or (response.status == 200 and
+                                                         record.content_type in HTML_TYPES)):
+            record.error_kind = "no_sitemap"
+            record.error = ("no sitemap: robots.txt names none, and /sitemap.xml answered "
+                            + (f"{response.status}" if response.status != 200 else "an HTML page"))
+            return
+        if response.status != 200:
+            return  # a failure as any other URL's
+        try:
+            is_index, locs, more = parse_sitemap(response.body)
+        except SitemapError as error:
+            record.error_kind, record.error = "sitemap", str(error)
+            return
+        self.sitemaps_read += 1
+        record.links = len(locs)
+        for loc in locs:
+            if is_index and nesting >= MAX_SITEMAP_NESTING:
+                self.sitemap_ignored += 1
+            elif is_index:
+                record.new_links += self._queue_sitemap(loc, record.url, "sitemap", nesting + 1)
+            else:
+                record.new_links += self._queue_listed(loc, record.url)
+        if is_index and nesting >= MAX_SITEMAP_NESTING:
+            logger.info("%s: a sitemap index %d deep; its sitemaps were not read", record.url,
+                        nesting + 1)
+        if more:
+            self.sitemap_ignored += more
+            record.error_kind = "sitemap"
+            record.error = (f"{SITEMAP_MAX_URLS + more} URLs, over the sitemaps.org limit of "
+                            f"{SITEMAP_MAX_URLS}: the first {SITEMAP_MAX_URLS} were read")
+
+    def _queue_listed(self, loc, sitemap):
+        """Queue a URL a sitemap lists, if it is in scope, as a root; True
+        if it was queued. Sitemaps hold absolute URLs: a relative one is
+        ignored, as search engines do."""
+        try:
+            url = normalize_url(loc)
+        except ValueError:
+            url = None
+        if url is None or not self.in_scope(url):
+            self.sitemap_ignored += 1
+            return False
+        self.sitemap_listed[url] = self.sitemap_listed.get(url, 0) + 1
+        return self._discover(url, self.max_redirect, 0, sitemap, (), "sitemap")
+
+    def orphans(self):
+        """The URLs in scope that a sitemap lists and no crawled page links
+        to (nor redirects to), roots and sitemaps aside, sorted: each link
+        or redirect counts once in seen, as does each sitemap listing."""
+        roots = set(self.roots)
+        return sorted(url for url, listed in self.sitemap_listed.items()
+                      if self.seen.get(url, 0) <= listed and url not in roots
+                      and url not in self.sitemap_files)
+
     # Skip on first reading: links that cannot be valid URLs.
     def _invalid_link(self, raw, reason, referrer, depth, via="link"):
         """A link on a crawled page that cannot be a valid URL gets its own
@@ -4845,11 +5099,23 @@ def summarize(crawler):
     if crawler.offsite_unchecked:
         lines.append(f"Off-site: {_plural(len(crawler.offsite_unchecked), 'link')} not checked "
                      "(--external checks them)")
+    if crawler.sitemaps:
+        lines.extend(_sitemap_lines(crawler))
     lines.append(f"Bytes:    {body_bytes} (decoded bodies)")
     lines.append(f"URLs:     {stats['urls']} in {stats['elapsed']:.2f} s, {stats['fetched']} "
                  f"fetched, {_rate(stats['fetched_per_second'])} fetches/s")
     lines.append(f"Pages:    {stats['pages']} (HTML documents fetched with status 200)")
     return lines
+
+
+def _sitemap_lines(crawler):
+    orphans = len(crawler.orphans())
+    return [f"Sitemaps: {crawler.sitemaps_read} read, listing "
+            f"{_plural(len(crawler.sitemap_listed), 'URL')} on the site; "
+            f"{crawler.sitemap_ignored} entries ignored (off the site, not valid URLs, "
+            "or past a limit)",
+            "Orphans:  " + (f"{_plural(orphans, 'page')} in a sitemap that no page links to"
+                            if orphans else "none (no URL in a sitemap lacks a link)")]
 
 
 def _nothing_fetched(crawler):
@@ -4886,7 +5152,8 @@ def report(crawler, out, quiet=False, show_unfetched=False, verbose=False):
     """Write the report to out (a text file): a line per URL sorted by URL,
     then the summary. URLs not fetched by choice (an ERROR_KINDS kind that
     is no failure) are counted but listed only with show_unfetched or
-    verbose; with quiet, only the URLs that failed are listed."""
+    verbose; with quiet, only the URLs that failed are listed. With
+    --sitemaps, the orphans follow (not with quiet: they are no failures)."""
     records = sorted(crawler.records.values(), key=lambda r: r.url)
     if quiet:
         records = [record for record in records if record.failed]
@@ -4896,6 +5163,10 @@ def report(crawler, out, quiet=False, show_unfetched=False, verbose=False):
         out.write(format_record(record, verbose) + "\n")
     if records:
         out.write("\n")
+    orphans = crawler.orphans() if crawler.sitemaps and not quiet else ()
+    if orphans:  # what --sitemaps is asked for, so listed without -v
+        out.write("Orphans, in a sitemap but linked from no page:\n")
+        out.write("".join(f"    {url}\n" for url in orphans) + "\n")
     out.write("\n".join(summarize(crawler)) + "\n")
     out.flush()
 
@@ -5007,9 +5278,10 @@ examples:
   python3 crawl.py -q localhost:8000 -o - | jq -r .url
                                                    every URL found, one a line
   python3 crawl.py https://example.com/ --exclude '\\.pdf$' --delay 0.5
-  python3 crawl.py -q --external --fragments https://example.com/
+  python3 crawl.py -q --external --fragments --sitemaps https://example.com/
                                                  a link check for CI: every link,
-                                                 on the site and off it
+                                                 on the site and off it, and
+                                                 every sitemap entry
 
 exit status: 0 all URLs fine (2xx/3xx, or not fetched by choice), 1 some URL
 failed (error, 4xx, 5xx) or the --output file could not be written, 2 bad

@@ -6422,6 +6422,60 @@ class URLExtractLinksTest(unittest.TestCase):
         self.assertEqual(crawl.extract_links(text, url)[0], ["http://127.0.0.1:8000/%D0%B4"])
 
 
+SITEMAP_HEAD = '<?xml version="1.0" encoding="UTF-8"?>\n'
+
+
+def sitemap_xml(*urls, index=False, namespace=crawl.SITEMAP_NAMESPACE):
+    """A sitemap (bytes) listing urls; a sitemap index with index."""
+    root, entry = ("sitemapindex", "sitemap") if index else ("urlset", "url")
+    entries = "".join(f"<{entry}><loc>{html.escape(url)}</loc></{entry}>" for url in urls)
+    xmlns = f' xmlns="{namespace}"' if namespace else ""
+    return f"{SITEMAP_HEAD}<{root}{xmlns}>{entries}</{root}>".encode("utf-8")
+
+
+class LinksSitemapTest(unittest.TestCase):
+
+    def test_urlset_and_index(self):
+        body = (SITEMAP_HEAD + f'<urlset xmlns="{crawl.SITEMAP_NAMESPACE}" '
+                'xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">'
+                '<url><loc>\n  http://example.test/a?x=1&amp;y=2 </loc><lastmod>2026-01-01</lastmod>'
+                '<image:image><image:loc>http://cdn.test/i.png</image:loc></image:image></url>'
+                '<url><loc>/relative</loc></url><loc>http://example.test/stray</loc></urlset>')
+        self.assertEqual(crawl.parse_sitemap(body.encode()),
+                         (False, ["http://example.test/a?x=1&y=2", "/relative"], 0))
+        self.assertEqual(crawl.parse_sitemap(sitemap_xml("http://example.test/s1.xml", index=True)),
+                         (True, ["http://example.test/s1.xml"], 0))
+        # Without the namespace (common in the wild), and gzip-compressed.
+        plain = sitemap_xml("http://example.test/", namespace=None)
+        self.assertEqual(crawl.parse_sitemap(gzip.compress(plain)), (False, ["http://example.test/"], 0))
+
+    def test_the_limits_of_sitemaps_org(self):
+        urls = [f"http://example.test/{n}" for n in range(crawl.SITEMAP_MAX_URLS + 3)]
+        is_index, locs, more = crawl.parse_sitemap(sitemap_xml(*urls))
+        self.assertEqual((len(locs), locs[-1], more), (crawl.SITEMAP_MAX_URLS, urls[-4], 3))
+        bomb = gzip.compress(b"<urlset>" + b" " * crawl.SITEMAP_MAX_BYTES + b"</urlset>")
+        self.assertLess(len(bomb), 100 * 1024)
+        with self.assertRaisesRegex(crawl.SitemapError, "larger than 52428800 bytes uncompressed"):
+            crawl.parse_sitemap(bomb)
+
+    def test_documents_that_are_no_sitemap(self):
+        laughs = ('<?xml version="1.0"?><!DOCTYPE urlset [<!ENTITY a "aaaaaaaaaa">'
+                  '<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]><urlset><url><loc>&b;</loc></url></urlset>')
+        for data, message in [
+                (laughs.encode(), "it has a DOCTYPE (refused: entity expansion)"),
+                # A search of the bytes would miss this one.
+                (laughs.replace('"1.0"', '"1.0" encoding="UTF-16"').encode("utf-16"), "DOCTYPE"),
+                (b"<!doctype html><html><body>Not found</body></html>", "not well-formed XML"),
+                (b"<html><body></body></html>", "not a sitemap: the document is a <html>"),
+                (b'<urlset xmlns="http://example.test/other"/>', "the document is a <urlset>"),
+                (b"", "not well-formed XML: no element found"),
+                (b"<urlset><url><loc>http://example.test/</loc></url>", "not well-formed XML"),
+                (b"\x1f\x8b\x08\x00garbage", "not valid gzip")]:
+            with self.subTest(data=data[:40]):
+                with self.assertRaisesRegex(crawl.SitemapError, re.escape(message)):
+                    crawl.parse_sitemap(data)
+
+
 # ---------------------------------------------------------------------------
 # 8. robots.txt
 # ---------------------------------------------------------------------------
@@ -6431,6 +6485,13 @@ class RobotsRulesTest(unittest.TestCase):
 
     def rules(self, text, token="crawl.py"):
         return crawl.RobotsRules.parse(text, token)
+
+    def test_sitemap_lines_belong_to_no_group(self):
+        rules = self.rules("Sitemap: http://example.test/a.xml\nUser-agent: other\nDisallow: /\n"
+                           "SITEMAP:/b.xml.gz # a comment\nUser-agent: *\nsitemap:\nDisallow: /x\n")
+        self.assertEqual(rules.sitemaps, ["http://example.test/a.xml", "/b.xml.gz"])
+        self.assertFalse(rules.can_fetch("/x"))  # the Sitemap line did not end the group
+        self.assertEqual(crawl.RobotsRules.allow_all().sitemaps, [])
 
     def test_wildcards(self):
         rules = self.rules("User-agent: *\nDisallow: /search/*\nAllow: /search/public\n"
@@ -7637,6 +7698,156 @@ class CrawlerFragmentTest(CrawlerTestCase):
         self.assertEqual(crawl.page_anchors(text),
                          {"one", "two", "three", "four", "five", "a&b", "in-a-comment", "q"})
         self.assertEqual(crawl.page_anchors("<p>no anchors, id: none</p>"), set())
+
+
+class CrawlerSitemapTest(CrawlerTestCase):
+
+    def xml(self, body):
+        return Page(body, content_type="application/xml")
+
+    def test_robots_txt_sitemaps_an_index_and_gzip(self):
+        site = self.site()
+        u = site.url
+        site.routes.update({
+            "/robots.txt": robots_page("User-agent: *\nDisallow: /private\nSitemap: /index.xml\n"),
+            "/": html_page("/a", "/b", "/index.xml"),
+            "/a": html_page(), "/b": html_page(), "/orphan": html_page("/deep"), "/deep": html_page(),
+            "/orphan2": Page(b"%PDF-1.7", content_type="application/pdf"),
+            "/index.xml": self.xml(sitemap_xml(u("/s1.xml"), u("/s2.xml.gz"), index=True)),
+            "/s1.xml": self.xml(sitemap_xml(u("/"), u("/a"), u("/orphan"), u("/gone"), u("/private"),
+                                            "http://other.test/x", "/relative", u("/a#frag"))),
+            "/s2.xml.gz": Page(gzip.compress(sitemap_xml(u("/b"), u("/orphan2"))),
+                               content_type="application/gzip"),
+        })
+        # One worker: the root's links are found before the sitemaps are read.
+        crawler, records = self.crawl_site(u(), sitemaps=True, max_tasks=1)
+        index, s1, s2 = u("/index.xml"), u("/s1.xml"), u("/s2.xml.gz")
+        self.assert_record(records[index], status=200, via="robots.txt", referrer=u("/robots.txt"),
+                           depth=0, links=2, new_links=2, error=None)
+        self.assert_record(records[s1], status=200, via="sitemap", referrer=index, links=8,
+                           new_links=3, error=None)  # /orphan, /gone, /private
+        self.assert_record(records[s2], status=200, via="sitemap", referrer=index, links=2,
+                           content_type="application/gzip", error=None)
+        self.assert_record(records[u("/orphan")], status=200, via="sitemap", referrer=s1, depth=0)
+        self.assert_record(records[u("/deep")], status=200, via="link", referrer=u("/orphan"), depth=1)
+        self.assert_record(records[u("/gone")], status=404, via="sitemap", referrer=s1,
+                           referrers=[s1], linked_from=1)
+        self.assert_record(records[u("/private")], error_kind="robots", via="sitemap")
+        self.assert_record(records[u("/a")], via="link", referrer=u("/"))
+        self.assertEqual(crawler.orphans(), [u("/gone"), u("/orphan"), u("/orphan2"), u("/private")])
+        self.assertEqual((crawler.sitemaps_read, crawler.sitemap_ignored), (3, 2))
+        self.assertNotIn("/sitemap.xml", site.targets())  # robots.txt names the sitemaps
+        self.assertEqual(site.targets().count("/index.xml"), 1)  # a sitemap linked from a page too
+        summary = crawl.summarize(crawler)
+        self.assertIn("Sitemaps: 3 read, listing 7 URLs on the site; 2 entries ignored (off the "
+                      "site, not valid URLs, or past a limit)", summary)
+        self.assertIn("Orphans:  4 pages in a sitemap that no page links to", summary)
+        self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
+
+    def test_sitemap_xml_when_robots_txt_names_none(self):
+        listed = lambda site: self.xml(sitemap_xml(site.url("/"), site.url("/lonely")))
+        for case in ("sitemap", "robots off", "missing", "html", "broken", "redirect"):
+            with self.subTest(case=case):
+                site = self.site({"/": html_page(), "/lonely": html_page()})
+                if case in ("sitemap", "robots off"):
+                    site.routes["/sitemap.xml"] = listed(site)
+                elif case == "html":
+                    site.routes["/sitemap.xml"] = html_page("/lonely")
+                elif case == "broken":
+                    site.routes["/sitemap.xml"] = self.xml("<urlset><url><loc>/x</loc></url>")
+                elif case == "redirect":  # as WordPress does
+                    site.routes["/sitemap.xml"] = redirect("/wp-sitemap.xml", 301)
+                    site.routes["/wp-sitemap.xml"] = listed(site)
+                crawler, records = self.crawl_site(site.url(), sitemaps=True,
+                                                   robots=case != "robots off")
+                guess = records[site.url("/sitemap.xml")]
+                self.assertEqual((guess.via, guess.referrer, guess.depth), ("sitemap", None, 0))
+                found = case in ("sitemap", "robots off", "redirect")
+                self.assertEqual(site.url("/lonely") in records, found)
+                self.assertEqual(crawler.orphans(), [site.url("/lonely")] if found else [])
+                if case == "missing":
+                    self.assert_record(guess, status=404, error_kind="no_sitemap", failed=False,
+                                       error="no sitemap: robots.txt names none, and /sitemap.xml "
+                                             "answered 404")
+                elif case == "html":
+                    self.assert_record(guess, status=200, error_kind="no_sitemap", failed=False)
+                elif case == "broken":
+                    self.assert_record(guess, status=200, error_kind="sitemap", failed=True,
+                                       error_contains="not well-formed XML: no element found")
+                elif case == "redirect":
+                    self.assert_record(records[site.url("/wp-sitemap.xml")], status=200, via="redirect",
+                                       links=2, new_links=1, error=None)
+                self.assertEqual(crawl.exit_status(crawler),
+                                 crawl.EXIT_FAILED_URLS if case == "broken" else crawl.EXIT_OK)
+
+    def test_sitemaps_are_read_past_max_size_and_within_their_limits(self):
+        pages = [f"/p{n}" for n in range(100)]
+        site = self.site(dict((page, html_page()) for page in ["/"] + pages))
+        site.routes["/sitemap.xml"] = self.xml(sitemap_xml(*map(site.url, pages)))
+        crawler, records = self.crawl_site(site.url(), sitemaps=True, robots=False, max_size=1000)
+        self.assertGreater(len(site.routes["/sitemap.xml"].body), 3000)
+        self.assert_record(records[site.url("/sitemap.xml")], error=None, links=100, new_links=100)
+        self.assertEqual(len(crawler.orphans()), 100)
+        # A sitemap too large to read (the limit made small for the test).
+        with mock.patch.object(crawl, "SITEMAP_MAX_BYTES", 2000):
+            crawler, records = self.crawl_site(site.url(), sitemaps=True, robots=False)
+        self.assert_record(records[site.url("/sitemap.xml")], status=200, error_kind="sitemap",
+                           error="larger than 2000 bytes (the sitemaps.org limit): not read")
+        self.assertEqual(len(records), 2)
+
+    def test_indexes_are_followed_to_a_bounded_depth(self):
+        site = self.site({"/": html_page(), "/a": html_page(), "/b": html_page()})
+        u = site.url
+        site.routes.update({
+            "/robots.txt": robots_page(f"Sitemap: {u('/i0.xml')}\nSitemap: http://[bad/\n"),
+            "/i0.xml": self.xml(sitemap_xml(u("/i1.xml"), u("/i1.xml"), index=True)),
+            "/i1.xml": self.xml(sitemap_xml(u("/i2.xml"), u("/s1.xml"), index=True)),
+            "/s1.xml": self.xml(sitemap_xml(u("/a"))),
+            "/i2.xml": self.xml(sitemap_xml(u("/s2.xml"), index=True)),
+            "/s2.xml": self.xml(sitemap_xml(u("/b"))),
+        })
+        with self.assertLogs("crawl", "INFO") as logs:
+            crawler, records = self.crawl_site(u(), sitemaps=True)
+        self.assertEqual(crawler.sitemap_files, {u("/i0.xml"): 0, u("/i1.xml"): 1, u("/i2.xml"): 2,
+                                                 u("/s1.xml"): 2})
+        self.assertIn(u("/a"), records)
+        self.assertNotIn(u("/s2.xml"), records)
+        self.assertEqual(crawler.sitemap_ignored, 2)  # the invalid URL and /s2.xml
+        self.assertIn(f"INFO:crawl:{u('/i2.xml')}: a sitemap index 3 deep; its sitemaps were not read",
+                      logs.output)
+
+    def test_a_sitemap_fetched_before_it_is_known_as_one_says_so(self):
+        site = self.site({"/": html_page()})
+        u = site.url
+        site.routes.update({"/robots.txt": robots_page("Sitemap: /index.xml\n"),
+                            "/index.xml": self.xml(sitemap_xml(u("/s1.xml"), index=True)),
+                            "/s1.xml": self.xml(sitemap_xml(u("/a")))})
+        with self.assertLogs("crawl", "INFO") as logs:
+            crawler, records = self.crawl_site([u(), u("/s1.xml")], sitemaps=True, max_tasks=1)
+        self.assert_record(records[u("/s1.xml")], status=200, via="root", links=0, error=None)
+        self.assertNotIn(u("/a"), records)
+        self.assertIn(f"INFO:crawl:{u('/s1.xml')}: a sitemap, but fetched before it was known "
+                      "as one: not read", logs.output)
+
+    def test_off_by_default(self):
+        site = self.site({"/": html_page(), "/sitemap.xml": self.xml(sitemap_xml("/x"))})
+        crawler, records = self.crawl_site(site.url())
+        self.assertEqual(site.targets(), ["/robots.txt", "/"])
+        self.assertNotIn("Orphans", "\n".join(crawl.summarize(crawler)))
+
+    def test_the_report_lists_orphans(self):
+        site = self.site({"/": html_page("/linked"), "/linked": html_page(), "/lonely": html_page()})
+        site.routes["/sitemap.xml"] = self.xml(sitemap_xml(*map(site.url, ["/linked", "/lonely"])))
+        crawler, _ = self.crawl_site(site.url(), sitemaps=True, robots=False)
+        out = io.StringIO()
+        crawl.report(crawler, out)
+        lines = out.getvalue().split("\n")
+        start = lines.index("Orphans, in a sitemap but linked from no page:")
+        self.assertEqual(lines[start + 1:start + 3], [f"    {site.url('/lonely')}", ""])
+        self.assertIn("Orphans:  1 page in a sitemap that no page links to", lines)
+        out = io.StringIO()
+        crawl.report(crawler, out, quiet=True)  # not failures: counted only
+        self.assertNotIn(site.url("/lonely"), out.getvalue())
 
 
 class CrawlerRetryTest(CrawlerTestCase):
@@ -9109,6 +9320,100 @@ class CLITest(ServerTestCase):
 
     def test_sigterm(self):
         self.interrupt(signal.SIGTERM, 143)
+
+
+class CLILinkCheckTest(ServerTestCase):
+    """Issue 10's "done when": one site with every kind of broken link at
+    once, checked in one run of the command line as CI would run it."""
+
+    def test_a_complete_link_check(self):
+        def download(handler):  # a valid 30 MB file: the head, then less than 1 MB of it
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/zip")
+            handler.send_header("Content-Length", "30000000")
+            handler.end_headers()
+            try:
+                handler.wfile.write(bytes(64 * 1024))
+                handler.wfile.flush()
+            except OSError:
+                pass
+            handler.close_connection = True
+
+        def head_hostile(conn, request):
+            if request.startswith(b"HEAD "):
+                conn.send(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+            else:
+                conn.send(http_response("%PDF-1.7", headers=[("Content-Type", "application/pdf")]))
+
+        # "localhost" is another host than the site's 127.0.0.1.
+        hostile = self.raw({"/paper.pdf": head_hostile})
+        paper = f"http://localhost:{hostile.port}/paper.pdf"
+        dead = f"http://localhost:{refused_port(self)}/"
+        site = self.site()
+        u = site.url
+        site.routes.update({
+            "/robots.txt": robots_page("User-agent: *\nDisallow:\nSitemap: /sitemap.xml\n"),
+            "/": Page(f"""<!doctype html><link rel=stylesheet href="/style.css">
+                <link rel=stylesheet href="/gone.css"><script src="/missing.js"></script>
+                <img src="/ok.png" srcset="/ok.png 1x, /missing-2x.png 2x"><img src="/missing.png">
+                <a href="/about.html#team">team</a> <a href="/about.html#nowhere">?</a>
+                <a href="/big.zip">download</a> <a href="{paper}">paper</a> <a href="{dead}">dead</a>"""),
+            "/about.html": Page('<h2 id="team">Team</h2><a href="/">home</a>'),
+            "/style.css": Page("body { background: url(/missing-bg.png) }", content_type="text/css"),
+            "/ok.png": Page(b"\x89PNG", content_type="image/png"),
+            "/big.zip": download,
+            "/sitemap.xml": Page(sitemap_xml(*map(u, ["/", "/about.html", "/orphan.html", "/dead.html"])),
+                                 content_type="application/xml"),
+            "/orphan.html": Page("<p>nobody links here</p>"),
+        })
+        output = os.path.join(tempfile.mkdtemp(prefix="crawl-test-"), "records.jsonl")
+        self.addCleanup(shutil.rmtree, os.path.dirname(output), True)
+        # One worker: the same referrer and via in every run.
+        status, out, err = run_main([u(), "--external", "--fragments", "--sitemaps", "-q",
+                                     "--max-tasks", "1", "-o", output])
+        self.assertEqual(status, crawl.EXIT_FAILED_URLS, err)
+        records = {r["url"]: (r["status"], r["error_kind"], r["via"], r["referrer"])
+                   for r in read_jsonl(output)}
+        root, css, sitemap = u(), u("/style.css"), u("/sitemap.xml")
+        self.assertEqual(records, {
+            root: (200, None, "root", None),
+            u("/style.css"): (200, None, "link href", root),
+            u("/gone.css"): (404, None, "link href", root),
+            u("/missing.js"): (404, None, "script src", root),
+            u("/ok.png"): (200, None, "img src", root),
+            u("/missing-2x.png"): (404, None, "img srcset", root),
+            u("/missing.png"): (404, None, "img src", root),
+            u("/about.html"): (200, None, "link", root),
+            u("/about.html#nowhere"): (None, "fragment", "link", root),
+            u("/big.zip"): (200, None, "link", root),
+            paper: (200, None, "link", root),
+            dead: (None, "refused", "link", root),
+            u("/missing-bg.png"): (404, None, "css url", css),
+            sitemap: (200, None, "robots.txt", u("/robots.txt")),
+            u("/orphan.html"): (200, None, "sitemap", sitemap),
+            u("/dead.html"): (404, None, "sitemap", sitemap),
+        })
+        download_record = [r for r in read_jsonl(output) if r["url"] == u("/big.zip")][0]
+        self.assertEqual((download_record["content_length"], download_record["size"],
+                          download_record["failed"]), (30000000, 0, False))
+        self.assertEqual(hostile.targets, ["/robots.txt", "/paper.pdf", "/paper.pdf"])  # HEAD, GET
+        # -q: the failures, then the summary.
+        failed = [line.split("  ")[0] for line in out.split("\n\n")[0].split("\n")]
+        self.assertEqual(failed, ["--- " + u("/about.html#nowhere"), "404 " + u("/dead.html"),
+                                  "404 " + u("/gone.css"), "404 " + u("/missing-2x.png"),
+                                  "404 " + u("/missing-bg.png"), "404 " + u("/missing.js"),
+                                  "404 " + u("/missing.png"), "--- " + dead])  # by URL
+        summary = out.split("\n\n")[1].split("\n")
+        self.assertEqual(summary[:4], [
+            "Statuses: 2xx 8, 4xx 6 (HTTP responses)",
+            "Errors:   refused 1, fragment 1 (no usable response)",
+            "Skipped:  none",
+            "Failed:   8 URLs (4xx 6, refused 1, fragment 1)"])
+        self.assertEqual(summary[4:6], [
+            "Sitemaps: 1 read, listing 4 URLs on the site; 0 entries ignored (off the site, "
+            "not valid URLs, or past a limit)",
+            "Orphans:  2 pages in a sitemap that no page links to"])
+        self.assertEqual(summary[-2:], ["Pages:    3 (HTML documents fetched with status 200)", ""])
 
 
 class CLIUserFeedbackTest(ServerTestCase):
