@@ -5069,7 +5069,8 @@ def summarize(crawler):
     by_class = collections.Counter(f"{record.status // 100}xx" for record in records
                                    if record.status is not None)
     errors = collections.Counter(record.error_kind for record in records
-                                 if record.error_kind not in NOT_FETCHED_KINDS + (None,))
+                                 if record.error_kind is not None
+                                 and ERROR_KINDS[record.error_kind].failure)
     not_fetched = collections.Counter(record.error_kind for record in records
                                       if record.error_kind in NOT_FETCHED_KINDS)
     failures = collections.Counter(record.error_kind or f"{record.status // 100}xx"

@@ -9082,6 +9082,17 @@ class CrawlerReportSummaryTest(CrawlerTestCase):
         self.assertEqual([crawl._rate(rate) for rate in (0, 0.004, 0.25, 0.8333, 4.46, 12.6, 530)],
                          ["0", "0.004", "0.25", "0.83", "4.5", "13", "530"])
 
+    def test_fetched_kinds_are_not_errors(self):
+        crawler = crawl.Crawler("http://example.test/", soft_404=False)
+        self.addCleanup(crawler.client.close)
+        record = crawl.Record("http://example.test/")
+        record.status, record.content_type = 200, "text/html"
+        record.error_kind, record.error = "cut_short", "cut short: larger than --max-size"
+        crawler._finish(record)
+        summary = crawl.summarize(crawler)
+        self.assertIn("Errors:   none", summary)
+        self.assertIn("Failed:   none", summary)
+
     @virtual_clock
     def test_a_slow_crawl_shows_its_rate(self):
         site = {"http://example.test/": html_page("/a"), "http://example.test/a": html_page()}
