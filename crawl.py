@@ -156,45 +156,38 @@ SWITCH, REGEXES, COUNT = "switch", "regexes", "count"
 
 
 def whole_number(minimum):
-    """A parse function for counts of at least minimum. Its check() is the
-    same rule for a value given as a keyword (ValueError)."""
+    """A parse function for counts of at least minimum."""
     def check(value):
         if value < minimum:
             raise ValueError(f"must be at least {minimum}, got {value}")
         return value
-
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise _argument_error(f"expected a whole number, got {text!r}")
-        try:
-            return check(value)
-        except ValueError as error:
-            raise _argument_error(str(error))
-    parse.check = check
-    return parse
+    return _parse_function(int, "a whole number", check)
 
 
 def seconds(allow_zero):
     """A parse function for a finite number of seconds (more than 0 unless
-    allow_zero); check() as for whole_number()."""
+    allow_zero)."""
     def check(value):
         if value < 0 or (value == 0 and not allow_zero) or value != value or value == float("inf"):
             least = "0 or more" if allow_zero else "more than 0"
-            raise ValueError(f"must be {least} seconds, got {value}")
+            raise ValueError(f"must be {least} seconds, got {value:g}")
         return value
+    return _parse_function(float, "a number of seconds", check)
 
+
+def _parse_function(convert, expected, check):
+    """The command line's parse function: convert the text, then check the
+    value. Its check() is the same rule for a value given as a keyword
+    (take_options), which raises ValueError instead."""
     def parse(text):
         try:
-            value = float(text)
+            value = convert(text)
         except ValueError:
-            raise _argument_error(f"expected a number of seconds, got {text!r}")
+            raise _argument_error(f"expected {expected}, got {text!r}")
         try:
             return check(value)
-        except ValueError:
-            least = "0 or more" if allow_zero else "more than 0"
-            raise _argument_error(f"must be {least} seconds, got {text}")
+        except ValueError as error:
+            raise _argument_error(str(error))
     parse.check = check
     return parse
 
@@ -263,9 +256,9 @@ OPTIONS = (
     Option("external", "--external", False, "crawler", SWITCH, None,
            "check each off-site http(s) link once (HEAD, then GET if HEAD fails); "
            "never crawl it", shown="off"),
-    Option("external_timeout", None, 10.0, "crawler",
+    Option("external_timeout", None, 10.0, "crawler", seconds(False),
            help="--timeout for an off-site link: a dead host should not hold a worker for long"),
-    Option("external_tries", None, 2, "crawler",
+    Option("external_tries", None, 2, "crawler", whole_number(1),
            help="--max-tries for an off-site link: one retry for a blip; its owner is not ours "
                 "to hammer"),
     Option("fragments", "--fragments", False, "crawler", SWITCH, None,
@@ -4037,6 +4030,17 @@ def _without_echo(body, url):
     return body
 
 
+def _chosen_scope(scope, lenient):
+    """The scope option, with lenient (the old spelling of "subdomains")."""
+    if lenient:
+        if scope not in ("host", "subdomains"):
+            raise ValueError(f"lenient contradicts scope={scope!r}")
+        scope = "subdomains"
+    if scope not in ("host", "subdomains", "origin", "path"):
+        raise ValueError(f"unknown scope {scope!r}: host, subdomains, origin or path")
+    return scope
+
+
 class Crawler:
     """Crawls from roots, following links within scope.
 
@@ -4073,30 +4077,14 @@ class Crawler:
         self.max_pages = settings["max_pages"]
         self.max_depth = settings["max_depth"]
         self.delay = settings["delay"]
-        self.scope = settings["scope"]
-        if settings["lenient"]:  # the old spelling of scope="subdomains"
-            if self.scope not in ("host", "subdomains"):
-                raise ValueError(f"lenient contradicts scope={self.scope!r}")
-            self.scope = "subdomains"
-        if self.scope not in ("host", "subdomains", "origin", "path"):
-            raise ValueError(f"unknown scope {self.scope!r}: host, subdomains, origin or path")
+        self.scope = _chosen_scope(settings["scope"], settings["lenient"])
         self.lenient = self.scope == "subdomains"
         self.external = settings["external"]
         self.external_timeout = settings["external_timeout"]  # never longer than --timeout
         self.external_tries = settings["external_tries"]
         self.fragments = settings["fragments"]
-        self.anchors = {}  # --fragments: page URL -> its anchors (None: cut short)
-        self.fragment_links = {}  # --fragments: (page URL, fragment) -> [referrer, depth, pages]
         self.sitemaps = settings["sitemaps"]
-        self.sitemap_files = {}  # --sitemaps: sitemap URL -> its nesting (0: not in an index)
-        self._guessed_sitemaps = set()  # /sitemap.xml URLs tried though no robots.txt names them
-        self._sitemap_origins = set()  # the origins whose sitemaps were looked for
-        self._root_origins = {url_origin(root) for root in self.roots}
-        self.sitemap_listed = {}  # URL in scope -> how many times sitemaps list it
-        self.sitemap_ignored = 0  # <loc> entries not queued: off the site, not valid, too deep
-        self.sitemaps_read = 0
-        if self.external_tries < 1:
-            raise ValueError("external_tries must be at least 1")
+        self._init_link_checks()
         exclude = settings["exclude"]
         if isinstance(exclude, (str, re.Pattern)):  # one pattern, not one per character
             exclude = [exclude]
@@ -4106,9 +4094,6 @@ class Crawler:
         self.max_url_length = settings["max_url_length"]
         self.max_path_segments = settings["max_path_segments"]
         self.max_segment_repeats = settings["max_segment_repeats"]
-        if min(self.max_url_length, self.max_path_segments, self.max_segment_repeats) < 1:
-            raise ValueError("max_url_length, max_path_segments and max_segment_repeats "
-                             "must be at least 1")
         # A run of whole segments, then the same run max_segment_repeats
         # times more, ending where a segment ends.
         self._repeated_run = re.compile(r"((?:/[^/]*)+?)\1{%d}(?=/|$)" % self.max_segment_repeats)
@@ -4151,6 +4136,18 @@ class Crawler:
         self.interrupted = False
         self.started = self.finished = None
         self._workers = []
+
+    # Skip on first reading: the bookkeeping of --fragments and --sitemaps.
+    def _init_link_checks(self):
+        self.anchors = {}  # --fragments: page URL -> its anchors (None: cut short)
+        self.fragment_links = {}  # --fragments: (page URL, fragment) -> [referrer, depth, pages]
+        self.sitemap_files = {}  # --sitemaps: sitemap URL -> its nesting (0: not in an index)
+        self._guessed_sitemaps = set()  # /sitemap.xml URLs tried though no robots.txt names them
+        self._sitemap_origins = set()  # the origins whose sitemaps were looked for
+        self._root_origins = {url_origin(root) for root in self.roots}
+        self.sitemap_listed = {}  # URL in scope -> how many times sitemaps list it
+        self.sitemap_ignored = 0  # <loc> entries not queued: off the site, not valid, too deep
+        self.sitemaps_read = 0
 
     # Scope -------------------------------------------------------------------
 
