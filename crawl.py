@@ -2900,14 +2900,7 @@ def read_response(stream, method, url, max_body_size=DEFAULT_MAX_BODY_SIZE, read
         # Content-Length: 0) has nothing to decode, whatever its encoding says.
         coding = fields.get("content-encoding") if length != 0 and framing != "none" else None
         decoder = ContentDecoder(coding, max_body_size, url)
-        if framing == "none":
-            outcome = "complete"
-        elif framing == "length":
-            outcome = yield from _read_length_body(stream, length, decoder)
-        elif framing == "chunked":
-            outcome = yield from _read_chunked_body(stream, decoder, url)
-        else:
-            outcome = yield from _read_close_body(stream, decoder)
+        outcome = yield from _read_body(stream, framing, length, decoder, url)
         response.body = decoder.finish() if outcome == "complete" else bytes(decoder.body)
     except HTTPError as error:
         response.body = bytes(decoder.body) if decoder is not None else b""
@@ -2918,22 +2911,41 @@ def read_response(stream, method, url, max_body_size=DEFAULT_MAX_BODY_SIZE, read
         response.wire_bytes = stream.bytes_received - stream.buffered() - received_before
     if outcome != "complete":
         response.truncated = True
-        if outcome == "too_large" and decoder.is_bomb():
-            raise DecompressionBomb(f"decoded body exceeds the limit of {max_body_size} bytes "
-                                    f"from {decoder.consumed} compressed bytes", url, response)
-        if outcome == "too_large":
-            declared = f"Content-Length {length}" if framing == "length" and length > max_body_size \
-                else "body"
-            raise BodyTooLarge(f"{declared} exceeds the limit of {max_body_size} bytes",
-                               url, response)
-        raise TruncatedBody(f"connection closed after {len(response.body)} of the body's bytes"
-                            + (f" (Content-Length {length})" if framing == "length" else ""),
-                            url, response)
+        raise _incomplete_body(outcome, response, decoder, framing, length, max_body_size)
     # Bytes after the body mean the framing is in doubt (e.g. a 304 sent
     # with a body): never send another request on this connection.
     reusable = (reusable and framing != "close" and wants_keep_alive(version, fields)
                 and not stream.buffered() and not stream.at_eof())
     return response, reusable
+
+
+def _read_body(stream, framing, length, decoder, url):
+    """Read the body as its framing says, into decoder: "complete",
+    "too_large" or "truncated"."""
+    if framing == "none":
+        return "complete"
+    if framing == "length":
+        return (yield from _read_length_body(stream, length, decoder))
+    if framing == "chunked":
+        return (yield from _read_chunked_body(stream, decoder, url))
+    return (yield from _read_close_body(stream, decoder))
+
+
+def _incomplete_body(outcome, response, decoder, framing, length, max_body_size):
+    """The error for a body that did not end complete (outcome "too_large"
+    or "truncated"), carrying the partial response."""
+    url = response.url
+    if outcome == "too_large" and decoder.is_bomb():
+        return DecompressionBomb(f"decoded body exceeds the limit of {max_body_size} bytes "
+                                 f"from {decoder.consumed} compressed bytes", url, response)
+    if outcome == "too_large":
+        declared = f"Content-Length {length}" if framing == "length" and length > max_body_size \
+            else "body"
+        return BodyTooLarge(f"{declared} exceeds the limit of {max_body_size} bytes",
+                            url, response)
+    return TruncatedBody(f"connection closed after {len(response.body)} of the body's bytes"
+                         + (f" (Content-Length {length})" if framing == "length" else ""),
+                         url, response)
 
 
 def _drain_body(stream, framing, length, url):
@@ -5421,6 +5433,19 @@ def _log_to_stderr(verbosity, notices=True):
     return restore
 
 
+def _progress_display(crawler, args):
+    """A progress line on a terminal (log lines print above it), a status
+    log line every 10 s with -v off a terminal, or None."""
+    if not args.quiet and sys.stderr.isatty():
+        for handler in logger.handlers:
+            if isinstance(handler, _LogHandler):
+                handler.progress_shown = True
+        return ProgressLine(crawler, sys.stderr)
+    if args.verbose:
+        return StatusLog(crawler)
+    return None
+
+
 def _run_crawl(crawler, args, writer):
     loop = EventLoop()
     set_event_loop(loop)
@@ -5450,14 +5475,7 @@ def _run_crawl(crawler, args, writer):
         crawler.on_record = write_record
     previous = {signum: signal.signal(signum, on_signal)
                 for signum in (signal.SIGINT, signal.SIGTERM)}
-    progress = None
-    if not args.quiet and sys.stderr.isatty():
-        progress = ProgressLine(crawler, sys.stderr)
-        for handler in logger.handlers:
-            if isinstance(handler, _LogHandler):
-                handler.progress_shown = True
-    elif args.verbose:
-        progress = StatusLog(crawler)
+    progress = _progress_display(crawler, args)
     if progress is not None:
         progress.start()
     try:
