@@ -4144,7 +4144,7 @@ class Crawler:
         self.fetching = 0  # of those, the ones with a request on the wire
         self.fetches_started = 0
         self.offsite_unchecked = set()  # off-site links seen without --external
-        self._host_slots = {}  # off-site host -> [fetches running, Futures waiting]
+        self._host_slots = {}  # off-site host -> Queue of its checks running (_take_host_slot)
         self.interrupted = False
         self.started = self.finished = None
         self._workers = []
@@ -4447,7 +4447,7 @@ class Crawler:
                 response = yield from self._fetch_with_retries(url, record, state, "GET",
                                                                no_body, off_site=True)
         except Exception as error:
-            record.error_kind, record.error = describe_error(error)
+            record.error_kind, record.error = describe_error(error, url)
             if isinstance(error, HTTPError) and error.response is not None:
                 self._take_response_facts(record, error.response)
         else:
@@ -4462,21 +4462,15 @@ class Crawler:
             self._give_host_slot(state.host)
 
     def _take_host_slot(self, host):
-        slots = self._host_slots.setdefault(host, [0, collections.deque()])
-        while slots[0] >= EXTERNAL_PER_HOST:
-            waiter = Future()
-            slots[1].append(waiter)
-            yield from waiter
-        slots[0] += 1
+        """Wait for one of the host's EXTERNAL_PER_HOST check slots: a
+        bounded Queue holds one item per check running."""
+        slots = self._host_slots.get(host)
+        if slots is None:
+            slots = self._host_slots[host] = Queue(EXTERNAL_PER_HOST)
+        yield from slots.put(None)
 
     def _give_host_slot(self, host):
-        slots = self._host_slots[host]
-        slots[0] -= 1
-        while slots[1]:
-            waiter = slots[1].popleft()
-            if not waiter.done():  # a cancelled waiter gave up its turn
-                waiter.set_result(None)
-                break
+        self._host_slots[host].get_nowait()  # wakes the next check waiting, if any
 
     # Skip on first reading: memory per URL.
     def _shared(self, text):
