@@ -3573,6 +3573,18 @@ def css_links(text):
             importing = False
 
 
+def document_base(found, url):
+    """The URL a page's links resolve against: its first <base href> (found
+    by scan_links), or the page's own URL when there is none or it is not
+    valid."""
+    if found.base is None:
+        return url
+    try:
+        return normalize_url(found.base, url) or url
+    except ValueError:
+        return url
+
+
 def find_links(text, url, media_type="text/html", found=None):
     """Find the links in the text (str) of the HTML page or stylesheet
     (media_type CSS_TYPE) at url and return (links, invalid): links is a
@@ -3588,12 +3600,7 @@ def find_links(text, url, media_type="text/html", found=None):
         found = found or scan_links(text)
         if found.nofollow:
             return {}, []
-        raws, base = found.links, url
-        if found.base is not None:
-            try:
-                base = normalize_url(found.base, url) or url
-            except ValueError:
-                pass
+        raws, base = found.links, document_base(found, url)
     links, invalid = {}, []
     resolve = LinkResolver(base).resolve
     for raw, via in raws:
@@ -4778,12 +4785,7 @@ class Crawler:
         """Keep the page's anchors, and its #name links (from found, what
         scan_links found) to pages in scope, for _check_fragments."""
         self.anchors[record.url] = page_anchors(text) if record.error_kind != "cut_short" else None
-        base = record.url
-        if found.base is not None:
-            try:
-                base = normalize_url(found.base, record.url) or base
-            except ValueError:
-                pass
+        base = document_base(found, record.url)
         resolve = LinkResolver(base).resolve
         for raw in dict.fromkeys(raw for raw, _ in found.links if "#" in raw):  # each once
             link, _, fragment = _clean_link(raw).partition("#")
