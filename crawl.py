@@ -73,15 +73,13 @@ import urllib.parse
 
 # Skip on first reading: start-up time.
 class _OnFirstUse:
-    """A stand-in for something that many runs never use and that costs
-    start-up time to make: a module to import, a regular expression to
-    compile. make() runs when an attribute is first read through the
-    stand-in; each attribute read is then kept on the stand-in, so that a
-    later read is a plain attribute read (no __getattr__ call, no lookup in
-    the made thing). The one way this file makes a thing lazily: use it
-    like the thing (ssl.SSLError, _CSS_SKIP.match), not as a whole
-    (isinstance(x, _CSS_SKIP) or passing _CSS_SKIP itself would see the
-    stand-in)."""
+    """A stand-in for what many runs never use but would pay for at start-up:
+    a module to import, a regular expression to compile. make() runs when
+    the first attribute is read through the stand-in (ssl.SSLError,
+    _CSS_SKIP.match). Each attribute read is then kept on the stand-in, so
+    that reading it again is a plain attribute read. This is the one way
+    the file makes things lazily; use them through their attributes only
+    (the stand-in itself is not the module or the pattern)."""
 
     def __init__(self, make, description):
         self._make, self._description, self._made = make, description, None
@@ -108,9 +106,8 @@ def _compile_on_first_use(pattern, flags=0):
     return _OnFirstUse(lambda: re.compile(pattern, flags), f"re.compile({pattern[:30]!r}...)")
 
 
-# Modules that a crawl of plain HTML pages over http never needs, imported
-# on first use (measured: these imports were a fifth of this file's start-up
-# when all were at the top):
+# Modules that only some runs need, imported on first use: a library user
+# needs none of them, a crawl of plain HTML pages over http only argparse.
 argparse = _import_on_first_use("argparse")  # the command line
 concurrent = _import_on_first_use("concurrent.futures")  # threads: only DNS needs them
 email = _import_on_first_use("email.utils")  # a Retry-After in the rare date form
@@ -3452,9 +3449,9 @@ def unescape_attribute(value):
 
 # srcset ----------------------------------------------------------------------
 
-_SRCSET_URL = re.compile(r"[\t\n\f\r ,]*([^\t\n\f\r ]*)")
-_SRCSET_DESCRIPTORS = re.compile(r"((?:[^,(]|\([^)]*\)?)*),?")
-_SRCSET_DESCRIPTOR = re.compile(
+_SRCSET_URL = _compile_on_first_use(r"[\t\n\f\r ,]*([^\t\n\f\r ]*)")
+_SRCSET_DESCRIPTORS = _compile_on_first_use(r"((?:[^,(]|\([^)]*\)?)*),?")
+_SRCSET_DESCRIPTOR = _compile_on_first_use(
     r"(?:([0-9]+)([wh])|((?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)x)\Z")
 
 
@@ -3502,9 +3499,11 @@ def _valid_descriptors(descriptors):
 # and names (idents, at-keywords, hashes, functions), a name's escapes
 # decoded before it is compared ("\75rl(" is "url("). A string that a
 # newline ends is a "bad string" and names nothing; the end of the text
-# closes a string, a url( and an @import.
+# closes a string, a url( and an @import. Few crawls meet a stylesheet:
+# these patterns are compiled on first use (measured: 16 ms, more than half
+# of compiling all of this file's regular expressions, on Python 3.11).
 
-_CSS_NEWLINE = re.compile(r"\r\n?|\f")  # preprocessing: each is one newline
+_CSS_NEWLINE = _compile_on_first_use(r"\r\n?|\f")  # preprocessing: each is one newline
 # An escape: up to six hex digits (a maximal run, so that the engine has
 # one way to read it) and one optional space, or any character but newline.
 _CSS_ESCAPED = r"\\(?:[0-9a-fA-F]{6}[\t\n ]?|[0-9a-fA-F]{1,5}(?![0-9a-fA-F])[\t\n ]?|[^\n0-9a-fA-F])"
@@ -3520,7 +3519,7 @@ _CSS_URL_REST = _compile_on_first_use(r"""[\t\n ]*(?:
     | ((?:[^"'()\\\t\n \x01-\x08\x0b\x0e-\x1f\x7f]|%s)*)[\t\n ]*(?:\)|\Z)   # a url token
     | (?:[^)\\]|\\[\s\S])*\)?                                # a bad url
     )""" % _CSS_ESCAPED, re.X)
-_CSS_CLOSE = re.compile(r"[\t\n ]*(?:\)|\Z)")
+_CSS_CLOSE = _compile_on_first_use(r"[\t\n ]*(?:\)|\Z)")
 # What cannot hold a URL, stepped over in C for speed (measured: css_links
 # seven times as fast): spaces and punctuation, and names that are not
 # "url(" or "@import" and have no escapes (a name is matched whole, atomic
@@ -3533,7 +3532,7 @@ _CSS_SKIP = _compile_on_first_use(r"""(?:
     | (?:\#|@(?![iI][mM][pP][oO][rR][tT](?![-0-9A-Za-z_\x80-\U0010ffff\\]))|(?![uU][rR][lL]\())
       (?=([-0-9A-Za-z_\x80-\U0010ffff]+))\1(?!\\)
     )*""", re.X)
-_CSS_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})[\t\n ]?|\n|\Z|([\s\S]))")
+_CSS_ESCAPE = _compile_on_first_use(r"\\(?:([0-9a-fA-F]{1,6})[\t\n ]?|\n|\Z|([\s\S]))")
 
 
 def _css_unescape(match):
@@ -5018,8 +5017,9 @@ class Crawler:
 # --fragments cost six times the crawl (measured). It finds a superset (an
 # id in a comment, a form field's name, "id = x" in prose): that can hide a
 # missing anchor, never report one that is there.
-_ANCHOR = re.compile(r"""[\s"'/](?:[iI][dD]|[nN][aA][mM][eE])[ \t\n\f\r]*=[ \t\n\f\r]*"""
-                     r"""(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
+_ANCHOR = _compile_on_first_use(
+    r"""[\s"'/](?:[iI][dD]|[nN][aA][mM][eE])[ \t\n\f\r]*=[ \t\n\f\r]*"""
+    r"""(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
 
 
 def page_anchors(text):
