@@ -95,12 +95,14 @@ class _OnFirstUse:
         return f"<{self._description}, made on first use>"
 
 
+# Skip on first reading: start-up time.
 def _import_on_first_use(name):
     """What ``import name`` binds (the top-level package of a dotted name),
     imported on first use."""
     return _OnFirstUse(lambda: __import__(name), f"module {name}")
 
 
+# Skip on first reading: start-up time.
 def _compile_on_first_use(pattern, flags=0):
     """re.compile(pattern, flags) on first use."""
     return _OnFirstUse(lambda: re.compile(pattern, flags), f"re.compile({pattern[:30]!r}...)")
