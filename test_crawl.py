@@ -80,6 +80,22 @@ i+xGCQFar2ZEl+GSFJ4o0h9oXTJAeNgEcgCkLJ930yUsaWZgChVnhUrM
 -----END PRIVATE KEY-----
 """
 
+# Another CA, which signed nothing the test servers present (made likewise,
+# with -subj "/CN=crawl.py test other CA" and no subjectAltName).
+OTHER_CA_CERT = """\
+-----BEGIN CERTIFICATE-----
+MIIBmTCCAT+gAwIBAgIUZgBUEYY0aq3jka4FkXXtZNIMyBgwCgYIKoZIzj0EAwIw
+ITEfMB0GA1UEAwwWY3Jhd2wucHkgdGVzdCBvdGhlciBDQTAgFw0yNjEyMDExMzIx
+MjVaGA8yMTI2MTEwNzEzMjEyNVowITEfMB0GA1UEAwwWY3Jhd2wucHkgdGVzdCBv
+dGhlciBDQTBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABEOJuDCa3RlaoPc/C2wu
+g2DdNsxltHNPghNjirviguhT9S4WvNXQwFbTWwCGW1H39lwkVkhacsNjSPS0KBG/
+PhKjUzBRMB0GA1UdDgQWBBTOBIxqtr/yHaaUNvnY8GYrwNI6TjAfBgNVHSMEGDAW
+gBTOBIxqtr/yHaaUNvnY8GYrwNI6TjAPBgNVHRMBAf8EBTADAQH/MAoGCCqGSM49
+BAMCA0gAMEUCIBGg8gQYmxNWBKDtrl6b2Bcr2CRa/8ITC9H35xNYDBH0AiEA0+Zp
+WdXfQdw+LGWJVaQTolfgRhTPptAHSs0HCqxz3jY=
+-----END CERTIFICATE-----
+"""
+
 _CERT_DIR = tempfile.mkdtemp(prefix="crawl-test-cert-")
 CERT_FILE = os.path.join(_CERT_DIR, "cert.pem")
 KEY_FILE = os.path.join(_CERT_DIR, "key.pem")
@@ -87,6 +103,9 @@ with open(CERT_FILE, "w") as _f:
     _f.write(TEST_CERT)
 with open(KEY_FILE, "w") as _f:
     _f.write(TEST_KEY)
+OTHER_CA_FILE = os.path.join(_CERT_DIR, "other-ca.pem")
+with open(OTHER_CA_FILE, "w") as _f:
+    _f.write(OTHER_CA_CERT)
 
 
 atexit.register(shutil.rmtree, _CERT_DIR, True)  # removed when the test run ends
@@ -5636,6 +5655,44 @@ class HTTPTLSTest(HTTPLayerTestCase):
     def test_default_client_rejects_the_test_certificate(self):
         site = self.site({"/": html_page()}, tls=True)
         self.get_error(ssl.SSLCertVerificationError, self.client(), site.url("/"))
+
+    # --cafile means "also trust these CAs", but the system's CA store is
+    # loaded only when a certificate fails against the cafile alone. These
+    # tests stand in for the system store with SSL_CERT_FILE (which OpenSSL
+    # reads when the store is loaded) and an SSL_CERT_DIR without certificates.
+    def system_store(self, cafile):
+        return mock.patch.dict(os.environ, SSL_CERT_FILE=cafile, SSL_CERT_DIR=_CERT_DIR)
+
+    def test_cafile_that_verifies_leaves_the_system_store_unloaded(self):
+        server = self.raw({"/": http_response("ok")}, tls=True)
+        client = self.client(cafile=CERT_FILE)
+        with self.system_store(OTHER_CA_FILE):
+            responses = self.get_many(client, [server.url("/")] * 2)
+        self.assertEqual([response.body for response in responses], [b"ok", b"ok"])
+        self.assertEqual(server.connections, 1)
+        self.assertEqual(client.ssl_context().cert_store_stats()["x509_ca"], 1)  # the cafile's
+
+    def test_cafile_also_trusts_the_system_store(self):
+        server = self.raw({"/": http_response("ok")}, tls=True)
+        client = self.client(cafile=OTHER_CA_FILE)
+        with self.system_store(CERT_FILE):
+            responses = self.get_many(client, [server.url("/")] * 2)
+        self.assertEqual([response.body for response in responses], [b"ok", b"ok"])
+        # Refused against the cafile alone, then verified with the system
+        # store added, and that connection reused.
+        self.assertEqual(server.connections, 2)
+        self.assertEqual(client.connections_opened, 1)
+        self.assertEqual(client.ssl_context().cert_store_stats()["x509_ca"], 2)
+
+    def test_certificate_trusted_by_neither_fails_after_one_more_try(self):
+        server = self.raw({"/": http_response("ok")}, tls=True)
+        client = self.client(cafile=OTHER_CA_FILE)
+        with self.system_store(OTHER_CA_FILE):
+            self.get_error(ssl.SSLCertVerificationError, client, server.url("/"))
+            self.assertEqual(server.connections, 2)  # the cafile alone, then the system's too
+            self.get_error(ssl.SSLCertVerificationError, client, server.url("/"))
+            self.assertEqual(server.connections, 3)  # the store is complete now: one try
+        self.assertEqual(client.connections_opened, 0)
 
     def test_verify_false_works_and_warns(self):
         site = self.site({"/": html_page("/x")}, tls=True)
