@@ -10134,6 +10134,30 @@ class ScanLinksStandardTest(unittest.TestCase):
                 large = prefix + filler * (4 * n // len(filler))
                 self.assertLess(cpu(function, large, 1), 2.5 * max(cpu(function, small, 4), 0.01))
 
+    def test_shapes_read_in_one_step(self):
+        # _SKIP takes the plain <a href> and the plain tags that name
+        # nothing without Python; these are the edges of those shapes.
+        self.assertLinks([
+            ('<a class="x y" href="/1" title=\'t\'>', ["/1"]),
+            ("<A HREF='/2'/><a\thref=/3\n>", ["/2", "/3"]),
+            ('<a href="/4&amp;x"><a href=/5&lt><a href="/6\x00">', ["/4&x", "/5<", "/6\ufffd"]),
+            ("<a rel=nofollow href=/t><a href=/t REL='nofollow x'><a href=/7 rel=next>",
+             ["/7"]),
+            ('<a href="/8" href="/t"><a hrefx=/t href=/9><a data-href=/t href="">',
+             ["/8", "/9", ""]),
+            ('<a href=/10 title="<a href=/t>"><a title=">" href=/11>', ["/10", "/11"]),
+            ("<title>x</title><a href=/12><title>a<a href=/t></title><a href=/13>",
+             ["/12", "/13"]),
+            ("<script type=module>x</script><a href=/14><script async src=/s.js></script>",
+             ["/14", "/s.js"]),
+            ("<style media=all>p{}</style><STYLE>a<a href=/t></style><a href=/15>", ["/15"]),
+            ("<meta charset=utf-8><meta/><META content=x><a href=/16>", ["/16"]),
+        ])
+        self.assertEqual(crawl.scan_links("<a href=/x><img src=/i>").links,
+                         [("/x", "link"), ("/i", "img src")])
+        found = crawl.scan_links("<meta charset=utf-8><meta Name=robots content=none><a href=/x>")
+        self.assertTrue(found.nofollow)
+
     def test_more_constructs_than_one_skip_takes(self):
         text = "<p>x</p>" * 30000 + "<a href=/last>" + "<!-- c -->" * 30000 + "<a href=/end>"
         self.assertEqual(crawl.scan_links(text).links, [("/last", "link"), ("/end", "link")])
