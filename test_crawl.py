@@ -4690,6 +4690,19 @@ class HTTPFieldsTest(HTTPLayerTestCase):
                 with self.assertRaises(crawl.ProtocolError):
                     crawl.parse_fields(bad, "http://example.test/")
 
+    def test_plain_field_lines_read_in_one_call_as_parse_fields_reads_them(self):
+        blocks = ["\r\n", "\n", "A: 1\r\nB:2\n\r\n", "C:   spaced \t \r\nD:\r\nE: x: y\n\n",
+                  "F: \t\r\nG:a b\t c\r\nH: \"q\"  \r\n\r\n"]
+        for block in blocks:
+            with self.subTest(block=block):
+                self.assertEqual(crawl._plain_fields(block).items(),
+                                 crawl.parse_fields(block.split("\n")[:-2]).items())
+        # Folded, invalid: left to parse_fields (line by line).
+        for block in ("A: 1\r\n  continued\r\n\r\n", "A: 1\r\nno colon\r\n\r\n",
+                      " first\r\nA: 1\r\n\r\n", "A: 1\r\nBad Name: x\r\n\r\n", "X-A: 1\r\n:\r\n\r\n"):
+            with self.subTest(block=block):
+                self.assertIsNone(crawl._plain_fields(block))
+
     def test_repeated_case_insensitive_and_folded(self):
         data = (b"HTTP/1.1 200 OK\r\n"
                 b"Set-Cookie: a=1\r\n"
