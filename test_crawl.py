@@ -10204,6 +10204,34 @@ class LinkResolverTest(unittest.TestCase):
                         result = str(result)
                     self.assertEqual(result, expected)
 
+    def test_a_normalized_base_is_split_as_normalize_url_splits_it(self):
+        bases = ["http://h.test/a/b/c.html?q=1", "https://h.test/", "http://h.test:81/d/",
+                 "http://127.0.0.1:8080/p/1.html", "http://h.test/a?", "http://h.test/a?b=1&c",
+                 "https://h.test:80/", "http://xn--fa-hia.example/", "http://h.test./~u/",
+                 # not normalized, or not valid: normalize_url() decides
+                 "http://h.test/a//b/c", "http://127.0.0.1:80/x", "https://h.test:443/",
+                 "http://H.test/", "http://0x7f.1/", "http://1.2.3/", "http://h.test",
+                 "http://h.test/./a", "http://h.test/a/../b", "http://h.test:0099/",
+                 "http://h.test/a%41", "http://h.test/a#f"]
+        for base in bases:
+            with self.subTest(base=base):
+                normalized = crawl.normalize_url(base)
+                scheme, _, rest = normalized.partition("://")
+                authority, slash, path = rest.partition("/")
+                path, question, query = (slash + path).partition("?")
+                expected = (scheme, authority, path, query if question else None)
+                with mock.patch.object(crawl, "_BASES", {}):
+                    self.assertEqual(crawl.split_base(base), expected)
+                fast = crawl._normalized_base_parts(base)
+                self.assertIn(fast, (None, expected))
+                if base != normalized:
+                    self.assertIsNone(fast)
+        for base in ("http://h.test:65536/", "http://xn--bad/", "http://a..b/", "http://256.1.1.1/"):
+            with self.subTest(base=base):
+                self.assertIsNone(crawl._normalized_base_parts(base))
+                with self.assertRaises(ValueError):
+                    crawl.split_base(base)
+
     def test_plain_links_skip_the_cache(self):
         resolver = crawl.LinkResolver("http://h.test/a/b/c.html")
         with mock.patch.object(crawl.LinkResolver, "_cache", {}) as cache:
