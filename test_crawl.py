@@ -10124,6 +10124,8 @@ class ScanLinksStandardTest(unittest.TestCase):
             (crawl.scan_links, "<b x='", "y"), (crawl.scan_links, "<a ", "x=y "),
             (crawl.scan_links, "", "<b x"), (crawl.scan_links, "", "<!--"),
             (crawl.scan_links, "<script>", "<!--<script>"), (crawl.scan_links, "", "&#1"),
+            (crawl.scan_links, "<meta", " x=y"), (crawl.scan_links, "<a class=x", " x=y"),
+            (crawl.scan_links, "<script type=a", " x=y"), (crawl.scan_links, "<title x=y", " x"),
             (crawl.srcset_urls, "a ", "("), (crawl.srcset_urls, "", "a,"),
             (crawl.css_links, "", "url("), (crawl.css_links, "", "url(\\"),
             (crawl.css_links, "url(", "\\aaaaaa"), (crawl.css_links, "", "\\75"),
