@@ -5534,8 +5534,9 @@ def _run_crawl(crawler, args, writer):
 # Text, comments, end tags, doctypes and every start tag that names no link
 # are stepped over by one regular expression, _SKIP, in C. It stops only at
 # a start tag of RESOURCE_ATTRIBUTES or _TEXT_ONLY (or base, meta,
-# frameset), or at a construct left open at the end of the input. What the
-# standard says, construct by construct:
+# frameset) that may name something, or at a construct left open at the
+# end of the input; at a plain <a href> it stops with the value in hand.
+# What the standard says, construct by construct:
 #   - a start or end tag is "<" + name + attributes up to the first ">"
 #     outside a quoted attribute value (_TAG_REST); one never closed
 #     swallows the rest of the input;
