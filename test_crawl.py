@@ -4735,6 +4735,19 @@ class HTTPFieldsTest(HTTPLayerTestCase):
                 with self.assertRaises(crawl.ProtocolError):
                     crawl.parse_fields(bad, "http://example.test/")
 
+    def test_plain_field_lines_read_in_one_call_as_parse_fields_reads_them(self):
+        blocks = ["\r\n", "\n", "A: 1\r\nB:2\n\r\n", "C:   spaced \t \r\nD:\r\nE: x: y\n\n",
+                  "F: \t\r\nG:a b\t c\r\nH: \"q\"  \r\n\r\n"]
+        for block in blocks:
+            with self.subTest(block=block):
+                self.assertEqual(crawl._plain_fields(block).items(),
+                                 crawl.parse_fields(block.split("\n")[:-2]).items())
+        # Folded, invalid: left to parse_fields (line by line).
+        for block in ("A: 1\r\n  continued\r\n\r\n", "A: 1\r\nno colon\r\n\r\n",
+                      " first\r\nA: 1\r\n\r\n", "A: 1\r\nBad Name: x\r\n\r\n", "X-A: 1\r\n:\r\n\r\n"):
+            with self.subTest(block=block):
+                self.assertIsNone(crawl._plain_fields(block))
+
     def test_repeated_case_insensitive_and_folded(self):
         data = (b"HTTP/1.1 200 OK\r\n"
                 b"Set-Cookie: a=1\r\n"
@@ -10194,6 +10207,8 @@ class ScanLinksStandardTest(unittest.TestCase):
             (crawl.scan_links, "<b x='", "y"), (crawl.scan_links, "<a ", "x=y "),
             (crawl.scan_links, "", "<b x"), (crawl.scan_links, "", "<!--"),
             (crawl.scan_links, "<script>", "<!--<script>"), (crawl.scan_links, "", "&#1"),
+            (crawl.scan_links, "<meta", " x=y"), (crawl.scan_links, "<a class=x", " x=y"),
+            (crawl.scan_links, "<script type=a", " x=y"), (crawl.scan_links, "<title x=y", " x"),
             (crawl.srcset_urls, "a ", "("), (crawl.srcset_urls, "", "a,"),
             (crawl.css_links, "", "url("), (crawl.css_links, "", "url(\\"),
             (crawl.css_links, "url(", "\\aaaaaa"), (crawl.css_links, "", "\\75"),
@@ -10216,6 +10231,30 @@ class ScanLinksStandardTest(unittest.TestCase):
                 small = prefix + filler * (n // len(filler))
                 large = prefix + filler * (4 * n // len(filler))
                 self.assertLess(cpu(function, large, 1), 2.5 * max(cpu(function, small, 4), 0.01))
+
+    def test_shapes_read_in_one_step(self):
+        # _SKIP takes the plain <a href> and the plain tags that name
+        # nothing without Python; these are the edges of those shapes.
+        self.assertLinks([
+            ('<a class="x y" href="/1" title=\'t\'>', ["/1"]),
+            ("<A HREF='/2'/><a\thref=/3\n>", ["/2", "/3"]),
+            ('<a href="/4&amp;x"><a href=/5&lt><a href="/6\x00">', ["/4&x", "/5<", "/6\ufffd"]),
+            ("<a rel=nofollow href=/t><a href=/t REL='nofollow x'><a href=/7 rel=next>",
+             ["/7"]),
+            ('<a href="/8" href="/t"><a hrefx=/t href=/9><a data-href=/t href="">',
+             ["/8", "/9", ""]),
+            ('<a href=/10 title="<a href=/t>"><a title=">" href=/11>', ["/10", "/11"]),
+            ("<title>x</title><a href=/12><title>a<a href=/t></title><a href=/13>",
+             ["/12", "/13"]),
+            ("<script type=module>x</script><a href=/14><script async src=/s.js></script>",
+             ["/14", "/s.js"]),
+            ("<style media=all>p{}</style><STYLE>a<a href=/t></style><a href=/15>", ["/15"]),
+            ("<meta charset=utf-8><meta/><META content=x><a href=/16>", ["/16"]),
+        ])
+        self.assertEqual(crawl.scan_links("<a href=/x><img src=/i>").links,
+                         [("/x", "link"), ("/i", "img src")])
+        found = crawl.scan_links("<meta charset=utf-8><meta Name=robots content=none><a href=/x>")
+        self.assertTrue(found.nofollow)
 
     def test_more_constructs_than_one_skip_takes(self):
         text = "<p>x</p>" * 30000 + "<a href=/last>" + "<!-- c -->" * 30000 + "<a href=/end>"
@@ -10249,6 +10288,34 @@ class LinkResolverTest(unittest.TestCase):
                     if isinstance(result, ValueError):
                         result = str(result)
                     self.assertEqual(result, expected)
+
+    def test_a_normalized_base_is_split_as_normalize_url_splits_it(self):
+        bases = ["http://h.test/a/b/c.html?q=1", "https://h.test/", "http://h.test:81/d/",
+                 "http://127.0.0.1:8080/p/1.html", "http://h.test/a?", "http://h.test/a?b=1&c",
+                 "https://h.test:80/", "http://xn--fa-hia.example/", "http://h.test./~u/",
+                 # not normalized, or not valid: normalize_url() decides
+                 "http://h.test/a//b/c", "http://127.0.0.1:80/x", "https://h.test:443/",
+                 "http://H.test/", "http://0x7f.1/", "http://1.2.3/", "http://h.test",
+                 "http://h.test/./a", "http://h.test/a/../b", "http://h.test:0099/",
+                 "http://h.test/a%41", "http://h.test/a#f"]
+        for base in bases:
+            with self.subTest(base=base):
+                normalized = crawl.normalize_url(base)
+                scheme, _, rest = normalized.partition("://")
+                authority, slash, path = rest.partition("/")
+                path, question, query = (slash + path).partition("?")
+                expected = (scheme, authority, path, query if question else None)
+                with mock.patch.object(crawl, "_BASES", {}):
+                    self.assertEqual(crawl.split_base(base), expected)
+                fast = crawl._normalized_base_parts(base)
+                self.assertIn(fast, (None, expected))
+                if base != normalized:
+                    self.assertIsNone(fast)
+        for base in ("http://h.test:65536/", "http://xn--bad/", "http://a..b/", "http://256.1.1.1/"):
+            with self.subTest(base=base):
+                self.assertIsNone(crawl._normalized_base_parts(base))
+                with self.assertRaises(ValueError):
+                    crawl.split_base(base)
 
     def test_plain_links_skip_the_cache(self):
         resolver = crawl.LinkResolver("http://h.test/a/b/c.html")
