@@ -4106,12 +4106,25 @@ class _OriginState:
         self.probe = None  # a Future of a _SoftNotFound, or of None when there is none
 
 
-class _SoftNotFound(collections.namedtuple("_SoftNotFound", "url content_type body")):
-    """What an origin answered with 200 for a path that cannot exist: the
-    probe's url, the response's content_type and its body without the
-    probe's URL (_without_echo)."""
+class _SoftNotFound(collections.namedtuple("_SoftNotFound", "url content_type chunks tolerance")):
+    """What an origin answered with 200 for two paths that cannot exist:
+    the first probe's url, the response's content_type, its body without
+    the probe's URL (_without_echo) as _chunks(), and tolerance, how many
+    chunks the two answers differ in (_chunk_distance: 0 for a fixed page,
+    more for one with a clock, a counter or a random link)."""
 
     __slots__ = ()
+
+
+def _chunks(body):
+    """A body (bytes) as a multiset of chunks, each a tag and the text
+    after it: the unit in which two answers of one template differ."""
+    return collections.Counter(body.split(b"<"))
+
+
+def _chunk_distance(chunks, other):
+    """How many chunks are in one multiset and not in the other."""
+    return sum(((chunks - other) + (other - chunks)).values())
 
 
 def _without_echo(body, url):
@@ -4764,43 +4777,54 @@ class Crawler:
         state.probe.set_result(probe)
 
     def _fetch_probe(self, origin, state):
-        """The probe's request: one try, no retries (a probe that fails
-        only means soft 404s are not spotted on that origin); logged at
-        INFO (-v) with its outcome. Returns a _SoftNotFound or None."""
+        """The probe's requests: a random path, and when it is answered with
+        200 a second one, to learn how much two such answers differ. One try
+        each, no retries (a probe that fails only means soft 404s are not
+        spotted on that origin); logged at INFO (-v) with the outcome.
+        Returns a _SoftNotFound or None."""
         scheme, host, port = origin
-        target = "/crawl.py-probe-" + os.urandom(8).hex()
-        url = f"{scheme}://{host_field(scheme, host, port)}{target}"
         rules = state.robots.result() if state.robots is not None and state.robots.done() else None
-        if rules is not None and not rules.can_fetch(target):
-            logger.info("soft-404 probe %s: disallowed by robots.txt; soft 404s not spotted", url)
+        answers = []
+        for _ in range(2):
+            target = "/crawl.py-probe-" + os.urandom(8).hex()
+            url = f"{scheme}://{host_field(scheme, host, port)}{target}"
+            if rules is not None and not rules.can_fetch(target):
+                logger.info("soft-404 probe %s: disallowed by robots.txt; soft 404s not spotted", url)
+                return None
+            yield from self._polite_wait(state)
+            try:
+                response = yield from self._fetch_once(url, read_body=wants_body)
+            except Exception as error:
+                logger.info("soft-404 probe %s: %s; soft 404s not spotted",
+                            url, describe_error(error, url)[1])
+                return None
+            if response.status != 200:
+                logger.info("soft-404 probe %s: %d, as it should", url, response.status)
+                return None
+            answers.append((url, response.content_type, _chunks(_without_echo(response.body, url))))
+        (url, content_type, chunks), (_, other_type, other) = answers
+        if other_type != content_type:
+            logger.info("soft-404 probes %s: 200 with two content types; soft 404s not spotted", url)
             return None
-        yield from self._polite_wait(state)
-        try:
-            response = yield from self._fetch_once(url, read_body=wants_body)
-        except Exception as error:
-            logger.info("soft-404 probe %s: %s; soft 404s not spotted",
-                        url, describe_error(error, url)[1])
-            return None
-        if response.status != 200:
-            logger.info("soft-404 probe %s: %d, as it should", url, response.status)
-            return None
-        logger.info("soft-404 probe %s: 200; pages that answer the same are soft 404s", url)
-        return _SoftNotFound(url, response.content_type, _without_echo(response.body, url))
+        tolerance = _chunk_distance(chunks, other)
+        logger.info("soft-404 probe %s: 200; pages that answer the same (within %d chunks, as "
+                    "two probes differ) are soft 404s", url, tolerance)
+        return _SoftNotFound(url, content_type, chunks, tolerance)
 
     def _is_soft_404(self, item, response, state):
         """Whether a 200 response is the origin's soft 404: its probe was
-        answered with 200, and the response has the same content type and
-        the same body once each has lost the echo of its own URL. Exact,
-        not similar: a page that differs in one byte (a real page on the
-        same template, or a soft 404 with a clock) is followed, and only
-        the path limits (_trap) stop a trap of those; a rule by size would
-        silently drop real pages. A root (depth 0) is never one: the user
-        asked for it."""
+        answered with 200, and the response has the same content type and,
+        once each has lost the echo of its own URL, differs from the probe's
+        answer in no more chunks (tags with their text) than the two probes'
+        answers differ from each other. So a soft 404 with a clock or a
+        random link is spotted as one without a clock is, and a real page on
+        the same template (its content is other chunks) is followed. A root
+        (depth 0) is never one: the user asked for it."""
         probe = state.probe.result() if state.probe is not None and state.probe.done() else None
         return (probe is not None and item.depth > 0
                 and response.content_type == probe.content_type
-                and len(response.body) >= len(probe.body)
-                and _without_echo(response.body, response.url) == probe.body)
+                and _chunk_distance(_chunks(_without_echo(response.body, response.url)),
+                                    probe.chunks) <= probe.tolerance)
 
     # Following links -----------------------------------------------------------
 

@@ -8792,10 +8792,10 @@ class CrawlerTrapTest(CrawlerTestCase):
         crawler, records = self.crawl_site(site.url())
         self.assertLess(time.monotonic() - started, 5)
         self.assert_every_url_recorded(crawler, records)
-        [probe] = self.probes(site)
+        probe, second_probe = self.probes(site)  # the second: how much two answers differ
         targets = site.targets()
-        self.assertEqual(targets[:3], ["/robots.txt", probe, "/"])
-        self.assertEqual(sorted(targets[3:]), ["/a/", "/sitemap"])  # fetched at once, in any order
+        self.assertEqual(targets[:4], ["/robots.txt", probe, second_probe, "/"])
+        self.assertEqual(sorted(targets[4:]), ["/a/", "/sitemap"])  # fetched at once, in any order
         # The root is never a soft 404 (it was asked for); its links are followed.
         self.assert_record(records[site.url("/")], status=200, error_kind=None, links=2, new_links=2)
         for target in ("/sitemap", "/a/"):
@@ -8821,16 +8821,52 @@ class CrawlerTrapTest(CrawlerTestCase):
         self.assertEqual({url: r.error_kind for url, r in records.items()},
                          {site.url("/"): None, site.url("/sitemap"): "soft_404", site.url("/a/"): "soft_404"})
 
-    def test_soft_404_with_a_clock_is_cut_by_the_path_limits(self):
-        # Not the same page twice (a counter): no soft 404 is recognized, by
-        # design (an exact match never drops a real page); the repeated
-        # segment stops the crawl instead.
+    def test_soft_404_with_a_clock_or_a_random_link_ends_by_itself(self):
+        # Not the same page twice (a counter, a random link): the two probes'
+        # answers differ in as many chunks as each page differs from the
+        # first probe's, so every page but the root is a soft 404.
+        counter = itertools.count()
+
+        def changing(handler):
+            token = os.urandom(4).hex()
+            return html_page("sitemap", "a/", f"b/page.html?r={token}",
+                             extra=f"<p>request {next(counter)}</p><!-- {token} -->")
+        site = self.catch_all_site(changing)
+        with self.assertLogs("crawl", "INFO") as logs:
+            crawler, records = self.crawl_site(site.url())
+        self.assert_every_url_recorded(crawler, records)
+        self.assertEqual(len(self.probes(site)), 2)
+        self.assertIn("(within 6 chunks, as two probes differ)", "\n".join(logs.output))
+        self.assertEqual(records[site.url("/")].error_kind, None)
+        self.assertEqual(len(records), 4)  # the root and its three links, none followed
+        for url, record in records.items():
+            if url != site.url("/"):
+                self.assert_record(record, status=200, error_kind="soft_404", links=0, depth=1)
+
+    def test_real_pages_on_the_soft_404_template_are_followed(self):
+        # The same template, a changing token, and other content: pages.
+        def template(body):
+            return (f"<html><head><title>Site</title></head><body><nav><a href='/'>home</a>"
+                    f"</nav><main>{body}</main><footer>{os.urandom(4).hex()}</footer></body></html>")
+        def route(body):
+            return lambda handler: Page(template(body))
+        routes = {"/": route("<a href='/docs/'>docs</a>"),
+                  "/docs/": route("<h1>Docs</h1><p>Read these.</p><a href='intro'>intro</a>"),
+                  "/docs/intro": route("<h1>Intro</h1><p>Start here.</p><a href='missing'>x</a>")}
+        site = self.catch_all_site(route("<p>Nothing here.</p>"), routes)
+        crawler, records = self.crawl_site(site.url())
+        self.assert_every_url_recorded(crawler, records)
+        got = {url[len(site.origin):]: r.error_kind for url, r in records.items()}
+        self.assertEqual(got, {"/": None, "/docs/": None, "/docs/intro": None,
+                               "/docs/missing": "soft_404"})
+
+    def test_a_changing_soft_404_is_cut_by_the_path_limits_without_probes(self):
         counter = itertools.count()
 
         def changing(handler):
             return html_page("sitemap", "a/", extra=f"<p>request {next(counter)}</p>")
         site = self.catch_all_site(changing)
-        crawler, records = self.crawl_site(site.url())
+        crawler, records = self.crawl_site(site.url(), soft_404=False)
         self.assert_every_url_recorded(crawler, records)
         got = {url[len(site.origin):]: (r.status, r.error_kind, r.tries) for url, r in records.items()}
         fetched = ["/", "/sitemap", "/a/", "/a/sitemap", "/a/a/", "/a/a/sitemap"]
@@ -8838,7 +8874,7 @@ class CrawlerTrapTest(CrawlerTestCase):
                                    **{"/a/a/a/": (None, "path_repeats", 0)}))
         self.assert_record(records[site.url("/a/a/a/")], failed=False, depth=3, referrer=site.url("/a/a/"),
                            error="not fetched: the path repeats '/a' more than --max-segment-repeats 2 times")
-        self.assertEqual(len(self.probes(site)), 1)
+        self.assertEqual(self.probes(site), [])
         self.assertIn(f"Traps:    path_repeats 1 from {site.url('/a/a/a/')}", crawl.summarize(crawler))
         self.assertIn("Skipped:  path_repeats 1 (not fetched by choice, not failures)", crawl.summarize(crawler))
 
