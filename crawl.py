@@ -2091,6 +2091,9 @@ def percent_encode(text, safe):
 
 PATH_SAFE = "/:@!$&'()*+,;=-._~"
 QUERY_SAFE = PATH_SAFE + "?"
+# The URL Standard's fragment percent-encode set leaves every printable
+# ASCII character but space, '"', '<', '>' and '`'.
+FRAGMENT_SAFE = QUERY_SAFE + "#[\\]^{|}"
 
 
 def request_target(path, query):
@@ -4199,8 +4202,11 @@ class Crawler:
         exclude = settings["exclude"]
         if isinstance(exclude, (str, re.Pattern)):  # one pattern, not one per character
             exclude = [exclude]
-        self.exclude = [re.compile(pattern) if isinstance(pattern, str) else pattern
-                        for pattern in exclude]
+        try:
+            self.exclude = [re.compile(pattern) if isinstance(pattern, str) else pattern
+                            for pattern in exclude]
+        except re.error as error:  # not a ValueError before Python 3.13
+            raise ValueError(f"exclude: not a valid regular expression: {error}") from None
         self.robots = settings["robots"]
         self.max_url_length = settings["max_url_length"]
         self.max_path_segments = settings["max_path_segments"]
@@ -4912,7 +4918,7 @@ class Crawler:
             name = urllib.parse.unquote(fragment, errors="replace")
             if anchors is None or name in anchors or name.lower() == "top":
                 continue
-            url = f"{target}#{fragment}"
+            url = f"{target}#{percent_encode(fragment, FRAGMENT_SAFE)}"
             self.seen[url] = len(pages)
             record = Record(url, depth, referrer)
             record.error_kind = "fragment"

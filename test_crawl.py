@@ -7785,6 +7785,15 @@ class CrawlerFragmentTest(CrawlerTestCase):
         self.assertEqual(records[site.url("/long")].error_kind, "cut_short")
         self.assertEqual([url for url, r in records.items() if r.error_kind == "fragment"], [site.url("/d/x#gone")])
 
+    def test_a_missing_anchor_is_named_in_a_url_as_the_url_standard_writes_it(self):
+        # The fragment percent-encode set: space, '"', '<', '>', '`' and
+        # non-ASCII are encoded, the rest of printable ASCII is not.
+        site = self.site({"/": Page('<a href="/#type de m\u00e9dium &quot;x&quot;">a</a>'
+                                    '<a href="/#a[1]{b}|^`c">b</a>')})
+        _, records = self.crawl_site(site.url(), fragments=True)
+        self.assertEqual(sorted(url for url, r in records.items() if r.error_kind == "fragment"),
+                         [site.url("/#a[1]{b}|^%60c"), site.url("/#type%20de%20m%C3%A9dium%20%22x%22")])
+
     def test_page_anchors(self):
         # Every id and name attribute, and a superset of them: a false anchor
         # can hide a missing one, never report one that is there.
@@ -9271,6 +9280,10 @@ class CrawlerLibraryTest(ServerTestCase):
         self.assertEqual([r.url for r in records], [self.home.url("/"), self.home.url("/a")])
         records = crawl.crawl([self.home.url()], exclude=re.compile("/a$"), backoff=0.01)
         self.assertEqual(len(records), 3)
+        # A bad pattern is a ValueError, as every bad option value is (re.error
+        # is one only from Python 3.13).
+        with self.assertRaisesRegex(ValueError, r"^exclude: not a valid regular expression: "):
+            crawl.Crawler(self.home.url(), exclude="(")
 
     def test_main_returns_status(self):
         handlers = list(logging.root.handlers)
