@@ -5394,9 +5394,9 @@ examples:
                                                    every URL found, one a line
   python3 crawl.py https://example.com/ --exclude '\\.pdf$' --delay 0.5
   python3 crawl.py -q --external --fragments --sitemaps https://example.com/
-                                                 a link check for CI: every link,
-                                                 on the site and off it, and
-                                                 every sitemap entry
+                                                   a link check for CI: every link,
+                                                   on the site and off it, and
+                                                   every sitemap entry
 
 exit status: 0 all URLs fine (2xx/3xx, or not fetched by choice), 1 some URL
 failed (error, 4xx, 5xx) or the --output file could not be written, 2 bad
