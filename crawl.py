@@ -4144,6 +4144,50 @@ def _marker(column):
     return 2 ** (8 * column.itemsize) - 1
 
 
+# Skip on first reading: memory per URL.
+class _PageLists:
+    """A list of pages (URLs) for each row of a RecordStore, which grows
+    until it is taken whole: the pages that link to a URL while it waits.
+    A Python list (or tuple) each costs about 100 bytes, and on a large
+    site tens of thousands of URLs wait at once; here the lists are chains
+    of cells in three arrays (cell: a page and the next cell of the same
+    list), and the cells of a list taken are reused."""
+
+    def __init__(self):
+        self._first = array.array("i")  # row -> its list's first cell, or -1
+        self._page = []  # cell -> a page
+        self._next = array.array("i")  # cell -> the next cell of the list, or -1
+        self._free = -1  # the first cell not in use (chained through _next)
+
+    def add(self, row, page):
+        if row >= len(self._first):
+            self._first.extend([-1] * (row + 1 - len(self._first)))
+        cell = self._free
+        if cell < 0:
+            cell = len(self._page)
+            self._page.append(page)
+            self._next.append(self._first[row])
+        else:
+            self._free = self._next[cell]
+            self._page[cell] = page
+            self._next[cell] = self._first[row]
+        self._first[row] = cell
+
+    def take(self, row):
+        """The pages of row's list (the last added first), which is emptied."""
+        first = self._first[row] if row < len(self._first) else -1
+        pages = []
+        cell = first
+        while cell >= 0:
+            pages.append(self._page[cell])
+            self._page[cell] = None
+            last, cell = cell, self._next[cell]
+        if first >= 0:  # the cells go back to the free chain, whole
+            self._next[last], self._free = self._free, first
+            self._first[row] = -1
+        return pages
+
+
 class _LinkCounts(collections.abc.Mapping):
     """crawler.seen: URL -> how many pages link to it (or redirect to it),
     for every URL the crawler has seen, in the order seen; a view of the
@@ -4370,11 +4414,10 @@ class Crawler:
         # URL waiting -> (redirects_left, chain) of its FrontierItem, when
         # not (max_redirect, ()): redirect targets and off-site links.
         self._redirects = {}
-        # Row of a URL (RecordStore.row) -> the pages that link to it, beyond
-        # its referrer, while it waits (only URLs linked from two pages or
-        # more), and all of them after it failed; dropped for a URL that did
-        # not fail.
-        self._referrers = {}
+        # The pages that link to a URL while it waits, beyond its referrer,
+        # by its row (RecordStore.row); dropped when it finishes.
+        self._linking = _PageLists()
+        self._referrers = {}  # the row of a failed URL -> its referrers (bounded)
         self.pages = 0  # records of HTML pages fetched with 200 (Record.is_page)
         self.failed = 0  # records that count as failures (Record.failed)
         self.origins = {}  # (scheme, host, port) -> _OriginState
@@ -4473,15 +4516,13 @@ class Crawler:
         finished yet or one that failed: the MAX_REFERRERS first in URL
         order, so that the same crawl lists the same pages whatever the
         timing."""
-        referrers = self._referrers.get(row, ())
         if not self.records.finished(row):  # waiting: sort and trim now and then, not per link
-            # A tuple, not a list: tens of thousands of URLs may wait with
-            # one, and a short tuple is half the size.
-            referrers += (referrer,)
-            if len(referrers) >= 2 * MAX_REFERRERS:
-                referrers = tuple(sorted(set(referrers))[:MAX_REFERRERS])
-            self._referrers[row] = referrers
+            self._linking.add(row, referrer)
+            if self.records.links_to(row) % (2 * MAX_REFERRERS) == 0:  # at most 300 kept
+                for page in sorted(set(self._linking.take(row)))[:MAX_REFERRERS]:
+                    self._linking.add(row, page)
             return
+        referrers = self._referrers[row]
         self.records.set_field(url, "linked_from", self.records.field(url, "linked_from") + 1)
         if referrer not in referrers and (len(referrers) < MAX_REFERRERS
                                           or referrer < referrers[-1]):
@@ -4493,10 +4534,12 @@ class Crawler:
         """When record's URL finishes: a failed URL keeps its linking pages
         (and gets later ones), any other URL forgets them."""
         row = self.records.row(record.url)
-        others = self._referrers.pop(row, None)
+        if row is None:  # a Record made elsewhere: its URL gets a row now
+            row = self.records.add(record.url, record.depth, record.referrer, record.via, 0)
+        others = self._linking.take(row)
         if not record.failed:
             return
-        pages = set(others or ())
+        pages = set(others)
         if record.referrer is not None:
             pages.add(record.referrer)
         record.referrers = sorted(pages)[:MAX_REFERRERS]
