@@ -68,6 +68,7 @@ import selectors
 import signal
 import socket
 import string
+import struct
 import sys
 import threading
 import time
@@ -3946,19 +3947,19 @@ class Record:
 # peak RSS 702 bytes per URL with a Record object each, N with this).
 class RecordStore(collections.abc.Mapping):
     """The records of a crawl (crawler.records): a mapping url -> Record
-    of the URLs finished, in finishing order, kept in columns.
+    of the URLs finished, in finishing order, kept as packed rows.
 
     A crawl of a large site holds hundreds of thousands of URLs, and a
     Record object with its numbers costs about 260 bytes. Here each URL the
-    crawler has seen is a row: its numbers in array.array columns (a
-    machine integer or double each, no Python object), the strings many
-    URLs share (a content type, "OK", an error message, how it was found)
-    as an index into one table of distinct strings, the referrer as a
-    reference to the linking page's URL, and the fields most records leave
-    null (redirect, linked_from, referrers) in a dict by row. Where a
-    column cannot hold a value (null in a number column, a number out of
-    range, a string when the table is full) it holds its marker, and the
-    value, unless null, is in a dict of odd values.
+    crawler has seen is a row: a fixed-size slot of one bytearray holding
+    its numbers (machine integers and a double, packed with struct) and,
+    for the strings many URLs share (a content type, "OK", an error
+    message, how it was found), an index into one table of distinct
+    strings; beside it the referrer, a reference to the linking page's
+    URL, and the fields most records leave null (redirect, linked_from,
+    referrers) in a dict by row. Where a packed field cannot hold a value
+    (null, a number out of range, a string when the table is full) it holds
+    its marker, and the value, unless null, is in a dict of odd values.
 
     A row is added when the crawler first sees the URL (add: its depth,
     referrer, via and how many pages link to it) and filled in when the
@@ -3967,8 +3968,12 @@ class RecordStore(collections.abc.Mapping):
     crawler updates a failed URL's linked_from and referrers with
     set_field)."""
 
-    NUMBERS = {"status": "H", "size": "I", "content_length": "I", "links": "I",
-               "new_links": "I", "tries": "I", "elapsed": "d", "depth": "I"}
+    # The packed fields, with their struct codes: unsigned integers of 2
+    # or 4 bytes, and a double.
+    PACKED = (("status", "H"), ("size", "I"), ("content_length", "I"), ("links", "I"),
+              ("new_links", "I"), ("tries", "H"), ("elapsed", "d"), ("depth", "H"),
+              ("reason", "H"), ("content_type", "H"), ("charset", "H"), ("error", "H"),
+              ("error_kind", "H"), ("via", "H"))
     TEXTS = ("reason", "content_type", "charset", "error", "error_kind", "via")
     SPARSE = ("redirect", "linked_from", "referrers")
     # The two other fields: the url (the key) and the referrer (a list).
@@ -3983,13 +3988,17 @@ class RecordStore(collections.abc.Mapping):
         self._links_in = array.array("I")  # row -> how many pages link to it
         self.seen = _LinkCounts(self._rows, self._links_in)
         self._referrer = []
-        # (name, column, marker, {row: odd value}) for each number and text field.
-        self._columns = [(name, column, _marker(column), {}) for name, column in
-                         [(name, array.array(code)) for name, code in self.NUMBERS.items()]
-                         + [(name, array.array("H")) for name in self.TEXTS]]
-        self._column = {name: column for name, *column in self._columns}
+        self._format = struct.Struct("<" + "".join(code for _, code in self.PACKED))
+        self._packed = bytearray()  # the rows, self._format.size bytes each
+        self._markers = [_marker(code) for _, code in self.PACKED]
+        self._field = {}  # name -> (its struct, its offset in a row, its marker)
+        offset = 0
+        for (name, code), marker in zip(self.PACKED, self._markers):
+            self._field[name] = (struct.Struct("<" + code), offset, marker)
+            offset += self._field[name][0].size
+        self._odd = {name: {} for name, _ in self.PACKED}  # name -> {row: value}
         self._sparse = {name: {} for name in self.SPARSE}  # name -> {row: value}
-        self._strings = [None]  # the distinct strings of the text columns (0: null)
+        self._strings = [None]  # the distinct strings of the text fields (0: null)
         self._string_index = {None: 0}
 
     # The mapping: the records of the URLs finished.
@@ -4010,10 +4019,10 @@ class RecordStore(collections.abc.Mapping):
             raise KeyError(url)
         record = Record.__new__(Record)  # every field is set below
         record.url, record.referrer = url, self._referrer[row]
-        for name, column, marker, odd in self._columns:
-            value = column[row]
+        values = self._format.unpack_from(self._packed, row * self._format.size)
+        for (name, _), marker, value in zip(self.PACKED, self._markers, values):
             if value == marker:
-                value = odd.get(row)
+                value = self._odd[name].get(row)
             elif name in self.TEXTS:
                 value = self._strings[value]
             setattr(record, name, value)
@@ -4030,8 +4039,7 @@ class RecordStore(collections.abc.Mapping):
         self._done.append(0)
         self._links_in.append(links_in)
         self._referrer.append(referrer)
-        for _, column, marker, _ in self._columns:
-            column.append(marker)
+        self._packed.extend(self._format.pack(*self._markers))
         self._put(row, "depth", depth)
         self._put(row, "via", via)
         return row
@@ -4060,17 +4068,15 @@ class RecordStore(collections.abc.Mapping):
         if row is None:
             row = self.add(record.url, record.depth, record.referrer, record.via, 0)
         self._referrer[row] = record.referrer
-        for name, column, marker, odd in self._columns:
+        values = []
+        for (name, _), marker in zip(self.PACKED, self._markers):
             value = getattr(record, name)
-            if name in self.TEXTS:
-                value = self._index(value)
-            try:
-                if type(value) is type(marker) and value != marker:
-                    column[row] = value
-                    continue
-            except OverflowError:  # negative, or too large for the column
-                pass
-            self._put(row, name, getattr(record, name))
+            packed = self._index(value) if name in self.TEXTS else value
+            if not _fits(packed, marker):
+                packed = marker
+                self._keep_odd(row, name, value)
+            values.append(packed)
+        self._format.pack_into(self._packed, row * self._format.size, *values)
         for name in self.SPARSE:
             self._put(row, name, getattr(record, name))
         self._done[row] = 1
@@ -4088,19 +4094,25 @@ class RecordStore(collections.abc.Mapping):
         else:
             self._put(row, name, value)
 
-    # The columns, a field at a time.
+    # One field at a time.
 
     def _index(self, text):
         """The index of text (a str or None) in the table of strings, added
         if new; None for any other value, or a new string when the table
-        is full."""
+        is full (the largest index is the marker of an "H" field)."""
         if text is not None and type(text) is not str:
             return None
         index = self._string_index.get(text)
-        if index is None and len(self._strings) < _TEXT_MARKER:
+        if index is None and len(self._strings) < 2 ** 16 - 1:
             index = self._string_index[text] = len(self._strings)
             self._strings.append(text)
         return index
+
+    def _keep_odd(self, row, name, value):
+        if value is None:
+            self._odd[name].pop(row, None)
+        else:
+            self._odd[name][row] = value
 
     def _put(self, row, name, value):
         if name in self._sparse:
@@ -4109,39 +4121,36 @@ class RecordStore(collections.abc.Mapping):
             else:
                 self._sparse[name][row] = value
             return
-        column, marker, odd = self._column[name]
-        plain = self._index(value) if name in self.TEXTS else value
-        if type(plain) is type(marker) and plain != marker:
-            try:
-                column[row] = plain
-                return
-            except OverflowError:
-                pass
-        column[row] = marker
-        if value is None:
-            odd.pop(row, None)
-        else:
-            odd[row] = value
+        field, offset, marker = self._field[name]
+        packed = self._index(value) if name in self.TEXTS else value
+        if not _fits(packed, marker):
+            packed = marker
+            self._keep_odd(row, name, value)
+        field.pack_into(self._packed, row * self._format.size + offset, packed)
 
     def _get(self, row, name):
         if name in self._sparse:
             return self._sparse[name].get(row)
-        column, marker, odd = self._column[name]
-        value = column[row]
+        field, offset, marker = self._field[name]
+        value, = field.unpack_from(self._packed, row * self._format.size + offset)
         if value == marker:
-            return odd.get(row)
+            return self._odd[name].get(row)
         return self._strings[value] if name in self.TEXTS else value
 
 
-_TEXT_MARKER = 2 ** 16 - 1  # in a text column ("H"): null or an odd value, see RecordStore
-
-
-def _marker(column):
-    """The marker of a RecordStore column (an array): its largest value,
-    or minus infinity for floats."""
-    if column.typecode == "d":
+def _marker(code):
+    """The marker of a packed field of a RecordStore (struct code): the
+    field's largest value, or minus infinity for a double."""
+    if code == "d":
         return float("-inf")
-    return 2 ** (8 * column.itemsize) - 1
+    return 2 ** (8 * struct.calcsize("<" + code)) - 1
+
+
+def _fits(value, marker):
+    """Whether a packed field whose marker is marker holds value as it is."""
+    if type(value) is not type(marker) or value == marker:
+        return False
+    return type(value) is float or 0 <= value < marker
 
 
 # Skip on first reading: memory per URL.
