@@ -3970,8 +3970,8 @@ class RecordStore(collections.abc.Mapping):
 
     # The packed fields, with their struct codes: unsigned integers of 2
     # or 4 bytes, and a double.
-    PACKED = (("status", "H"), ("size", "I"), ("content_length", "I"), ("links", "I"),
-              ("new_links", "I"), ("tries", "H"), ("elapsed", "d"), ("depth", "H"),
+    PACKED = (("status", "H"), ("size", "I"), ("content_length", "I"), ("links", "H"),
+              ("new_links", "H"), ("tries", "H"), ("elapsed", "d"), ("depth", "H"),
               ("reason", "H"), ("content_type", "H"), ("charset", "H"), ("error", "H"),
               ("error_kind", "H"), ("via", "H"))
     TEXTS = ("reason", "content_type", "charset", "error", "error_kind", "via")
