@@ -3992,6 +3992,7 @@ class RecordStore(collections.abc.Mapping):
         self._format = struct.Struct("<" + "".join(code for _, code in self.PACKED))
         self._packed = bytearray()  # the rows, self._format.size bytes each
         self._markers = [_marker(code) for _, code in self.PACKED]
+        self._layout = [(name, name in self.TEXTS) for name, _ in self.PACKED]  # (name, is text)
         self._field = {}  # name -> (its struct, its offset in a row, its marker)
         offset = 0
         for (name, code), marker in zip(self.PACKED, self._markers):
@@ -4021,11 +4022,12 @@ class RecordStore(collections.abc.Mapping):
         record = Record.__new__(Record)  # every field is set below
         record.url, record.referrer = url, self._referrer[row]
         values = self._format.unpack_from(self._packed, row * self._format.size)
-        for (name, _), marker, value in zip(self.PACKED, self._markers, values):
+        strings = self._strings
+        for (name, is_text), marker, value in zip(self._layout, self._markers, values):
             if value == marker:
                 value = self._odd[name].get(row)
-            elif name in self.TEXTS:
-                value = self._strings[value]
+            elif is_text:
+                value = strings[value]
             setattr(record, name, value)
         for name, values in self._sparse.items():
             value = values.get(row)
@@ -4070,16 +4072,25 @@ class RecordStore(collections.abc.Mapping):
             row = self.add(record.url, record.depth, record.referrer, record.via, 0)
         self._referrer[row] = record.referrer
         values = []
-        for (name, _), marker in zip(self.PACKED, self._markers):
+        known = self._string_index
+        for (name, is_text), marker in zip(self._layout, self._markers):
             value = getattr(record, name)
-            packed = self._index(value) if name in self.TEXTS else value
+            packed = value
+            if is_text:
+                packed = known.get(value) if type(value) is str else None
+                if packed is None:  # null, a new string, or an odd value
+                    packed = self._index(value)
             if not _fits(packed, marker):
                 packed = marker
                 self._keep_odd(row, name, value)
             values.append(packed)
         self._format.pack_into(self._packed, row * self._format.size, *values)
-        for name in self.SPARSE:
-            self._put(row, name, getattr(record, name))
+        for name, values in self._sparse.items():
+            value = getattr(record, name)
+            if value is not None:
+                values[row] = value
+            elif row in values:
+                del values[row]
         self._done[row] = 1
         self._finished.append(record.url)
 
