@@ -5356,29 +5356,46 @@ def _plural(count, noun):
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def summarize(crawler):
+class _SummaryCounts:
+    """What the summary counts of the records, added one at a time in
+    finishing order (the order of equal counts)."""
+
+    def __init__(self):
+        self.by_class, self.errors, self.not_fetched, self.failures = (
+            collections.Counter() for _ in range(4))
+        self.cut = collections.defaultdict(list)  # trap kind -> the URLs it cut
+        self.body_bytes = self.cut_short = 0
+
+    def add(self, record):
+        kind = record.error_kind
+        if record.status is not None:
+            self.by_class[f"{record.status // 100}xx"] += 1
+        if kind is not None and ERROR_KINDS[kind].failure:
+            self.errors[kind] += 1
+        if kind in NOT_FETCHED_KINDS:
+            self.not_fetched[kind] += 1
+        if record.failed:
+            self.failures[kind or f"{record.status // 100}xx"] += 1
+        if kind in TRAP_KINDS:
+            self.cut[kind].append(record.url)
+        self.cut_short += kind == "cut_short"
+        self.body_bytes += record.size
+
+
+def summarize(crawler, counts=None):
     """The summary lines printed after the crawl, each saying what it
-    counts. The last line carries the page count ("Pages: N", HTML
+    counts (counts: the _SummaryCounts of all its records, when the caller has
+    them). The last line carries the page count ("Pages: N", HTML
     documents fetched with status 200), where scripts (and the benchmark
     harness) look for it."""
     stats = crawler.stats()
-    by_class, errors, not_fetched, failures = (collections.Counter() for _ in range(4))
-    cut = collections.defaultdict(list)  # trap kind -> the URLs it cut
-    body_bytes = cut_short = 0
-    for record in crawler.records.values():  # once: each is made from the store's columns
-        kind = record.error_kind
-        if record.status is not None:
-            by_class[f"{record.status // 100}xx"] += 1
-        if kind is not None and ERROR_KINDS[kind].failure:
-            errors[kind] += 1
-        if kind in NOT_FETCHED_KINDS:
-            not_fetched[kind] += 1
-        if record.failed:
-            failures[kind or f"{record.status // 100}xx"] += 1
-        if kind in TRAP_KINDS:
-            cut[kind].append(record.url)
-        cut_short += kind == "cut_short"
-        body_bytes += record.size
+    if counts is None:
+        counts = _SummaryCounts()
+        for record in crawler.records.values():
+            counts.add(record)
+    by_class, errors, not_fetched, failures = (
+        counts.by_class, counts.errors, counts.not_fetched, counts.failures)
+    cut, cut_short, body_bytes = counts.cut, counts.cut_short, counts.body_bytes
     lines = []
     if crawler.interrupted:
         remaining = not_fetched.get("interrupted", 0)
@@ -5453,11 +5470,18 @@ def report(crawler, out, quiet=False, show_unfetched=False, verbose=False):
     is no failure) are counted but listed only with show_unfetched or
     verbose; with quiet, only the URLs that failed are listed. With
     --sitemaps, the orphans follow (not with quiet: they are no failures)."""
+    # The records are made from their rows (RecordStore) one at a time:
+    # counted in finishing order (the summary's order among equal counts),
+    # then made again in URL order to be listed (with quiet, only those
+    # that failed).
+    counts, failed = _SummaryCounts(), []
+    for record in crawler.records.values():
+        counts.add(record)
+        if quiet and record.failed:
+            failed.append(record.url)
+    records = (crawler.records[url] for url in sorted(failed if quiet else crawler.records))
     listed = 0
-    for url in sorted(crawler.records):  # each record made when its line is written
-        record = crawler.records[url]
-        if quiet and not record.failed:
-            continue
+    for record in records:
         if not (quiet or show_unfetched or verbose) and record.error_kind in NOT_FETCHED_KINDS:
             continue
         out.write(format_record(record, verbose) + "\n")
@@ -5468,7 +5492,7 @@ def report(crawler, out, quiet=False, show_unfetched=False, verbose=False):
     if orphans:  # what --sitemaps is asked for, so listed without -v
         out.write("Orphans, in a sitemap but linked from no page:\n")
         out.write("".join(f"    {url}\n" for url in orphans) + "\n")
-    out.write("\n".join(summarize(crawler)) + "\n")
+    out.write("\n".join(summarize(crawler, counts)) + "\n")
     out.flush()
 
 
