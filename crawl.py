@@ -3945,7 +3945,7 @@ class Record:
 
 # Skip on first reading: memory per URL (measured on a 100,000-page site,
 # the benchmark's S6: peak RSS 702 bytes per URL with a Record object, a
-# FrontierItem and a seen entry each, about 300 with this).
+# FrontierItem and a seen entry each, 285 to 295 with this).
 class RecordStore(collections.abc.Mapping):
     """The records of a crawl (crawler.records): a mapping url -> Record
     of the URLs finished, in finishing order, kept as packed rows.
