@@ -62,6 +62,7 @@ import html.entities
 import importlib.util
 import itertools
 import logging
+import operator
 import os
 import re
 import selectors
@@ -3993,6 +3994,14 @@ class RecordStore(collections.abc.Mapping):
         self._packed = bytearray()  # the rows, self._format.size bytes each
         self._markers = [_marker(code) for _, code in self.PACKED]
         self._layout = [(name, name in self.TEXTS) for name, _ in self.PACKED]  # (name, is text)
+        # A record whose packed fields are all plain (no null, no odd value)
+        # is read with one attrgetter call and packed with one struct call
+        # (measured: a tenth of the crawl's instructions field by field).
+        self._names = [name for name, _ in self.PACKED]
+        self._fields_of = operator.attrgetter(*self._names)
+        self._texts_at = [i for i, (_, is_text) in enumerate(self._layout) if is_text]
+        self._plain_types = tuple(type(marker) for marker in self._markers)
+        self._marker_set = set(self._markers)
         self._field = {}  # name -> (its struct, its offset in a row, its marker)
         offset = 0
         for (name, code), marker in zip(self.PACKED, self._markers):
@@ -4021,13 +4030,17 @@ class RecordStore(collections.abc.Mapping):
             raise KeyError(url)
         record = Record.__new__(Record)  # every field is set below
         record.url, record.referrer = url, self._referrer[row]
-        values = self._format.unpack_from(self._packed, row * self._format.size)
-        strings = self._strings
-        for (name, is_text), marker, value in zip(self._layout, self._markers, values):
-            if value == marker:
-                value = self._odd[name].get(row)
-            elif is_text:
-                value = strings[value]
+        values = list(self._format.unpack_from(self._packed, row * self._format.size))
+        if self._marker_set.isdisjoint(values):  # all plain
+            for i in self._texts_at:
+                values[i] = self._strings[values[i]]
+        else:
+            for i, ((name, is_text), marker) in enumerate(zip(self._layout, self._markers)):
+                if values[i] == marker:
+                    values[i] = self._odd[name].get(row)
+                elif is_text:
+                    values[i] = self._strings[values[i]]
+        for name, value in zip(self._names, values):
             setattr(record, name, value)
         for name, values in self._sparse.items():
             value = values.get(row)
@@ -4071,6 +4084,31 @@ class RecordStore(collections.abc.Mapping):
         if row is None:
             row = self.add(record.url, record.depth, record.referrer, record.via, 0)
         self._referrer[row] = record.referrer
+        values = list(self._fields_of(record))
+        for i in self._texts_at:
+            value = values[i]
+            known = value is None or type(value) is str
+            values[i] = self._string_index.get(value, -1) if known else -1
+        plain = (tuple(map(type, values)) == self._plain_types
+                 and self._marker_set.isdisjoint(values))
+        if plain:
+            try:
+                self._format.pack_into(self._packed, row * self._format.size, *values)
+            except struct.error:  # a number out of range, a new string (-1)
+                plain = False
+        if not plain:
+            self._pack_fields(row, record)
+        for name, values in self._sparse.items():
+            value = getattr(record, name)
+            if value is not None:
+                values[row] = value
+            elif row in values:
+                del values[row]
+        self._done[row] = 1
+        self._finished.append(record.url)
+
+    def _pack_fields(self, row, record):
+        """finish() field by field: nulls, odd values, new strings."""
         values = []
         known = self._string_index
         for (name, is_text), marker in zip(self._layout, self._markers):
@@ -4085,14 +4123,6 @@ class RecordStore(collections.abc.Mapping):
                 self._keep_odd(row, name, value)
             values.append(packed)
         self._format.pack_into(self._packed, row * self._format.size, *values)
-        for name, values in self._sparse.items():
-            value = getattr(record, name)
-            if value is not None:
-                values[row] = value
-            elif row in values:
-                del values[row]
-        self._done[row] = 1
-        self._finished.append(record.url)
 
     def field(self, url, name):
         """One field of a record, without making the whole Record."""
