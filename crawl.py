@@ -53,18 +53,22 @@ definition). The sections:
 
 import codecs
 import collections
+import collections.abc
 import errno
+import array
 import bisect
 import heapq
 import html.entities
 import itertools
 import logging
+import operator
 import os
 import re
 import selectors
 import signal
 import socket
 import string
+import struct
 import sys
 import threading
 import time
@@ -3921,16 +3925,18 @@ def product_token(user_agent):
 # 9. The crawler
 # ---------------------------------------------------------------------------
 #
-# The frontier is a Queue of FrontierItems: a URL and what the crawler knows
-# of how it was reached. max_tasks worker coroutines take URLs from it, fetch them through
-# one Client and put the new links they find back on it; the seen set makes
-# sure each URL is queued once. The crawl is over when the queue is joined:
-# every URL put on it has been marked done. Whatever happens to a URL, it
-# ends with exactly one Record.
+# The frontier is a Queue of URLs. max_tasks worker coroutines take URLs
+# from it, fetch them through one Client and put the new links they find
+# back on it; the seen set makes sure each URL is queued once. The crawl is
+# over when the queue is joined: every URL put on it has been marked done.
+# Whatever happens to a URL, it ends with exactly one Record. The seen set
+# and the records are one RecordStore, which also keeps what the crawler
+# knows of how a waiting URL was reached (a worker takes it as a
+# FrontierItem).
 
 class FrontierItem(collections.namedtuple(
         "FrontierItem", "url redirects_left depth referrer chain via")):
-    """A URL waiting in the frontier: url; redirects_left, how many more
+    """A URL taken from the frontier: url; redirects_left, how many more
     redirects may be followed from it; depth, links from a root; referrer,
     the page that linked to it or the URL that redirected to it (None for
     a root); chain, the URLs of the redirects that led to it; via, how it
@@ -4019,6 +4025,322 @@ class Record:
         """An HTML page fetched with status 200 (all of it, or cut short)."""
         return (self.status == 200 and self.content_type in HTML_TYPES
                 and (self.error is None or self.error_kind == "cut_short"))
+
+
+# Skip on first reading: memory per URL (measured on a 100,000-page site,
+# the benchmark's S6: peak RSS 702 bytes per URL with a Record object, a
+# FrontierItem and a seen entry each, 285 to 295 with this).
+class RecordStore(collections.abc.Mapping):
+    """The records of a crawl (crawler.records): a mapping url -> Record
+    of the URLs finished, in finishing order, kept as packed rows.
+
+    A crawl of a large site holds hundreds of thousands of URLs, and a
+    Record object with its numbers costs about 260 bytes. Here each URL the
+    crawler has seen is a row: a fixed-size slot of one bytearray holding
+    its numbers (machine integers and a double, packed with struct) and,
+    for the strings many URLs share (a content type, "OK", an error
+    message, how it was found), an index into one table of distinct
+    strings; beside it the referrer, a reference to the linking page's
+    URL, and the fields most records leave null (redirect, linked_from,
+    referrers) in a dict by row. Where a packed field cannot hold a value
+    (null, a number out of range, a string when the table is full) it holds
+    its marker, and the value, unless null, is in a dict of odd values.
+
+    A row is added when the crawler first sees the URL (add: its depth,
+    referrer, via and how many pages link to it) and filled in when the
+    URL finishes (finish). Reading gives a new Record each time: a
+    snapshot of the row, which changing does not change the store (the
+    crawler updates a failed URL's linked_from and referrers with
+    set_field)."""
+
+    # The packed fields, with their struct codes: unsigned integers of 2
+    # or 4 bytes, and a double.
+    PACKED = (("status", "H"), ("size", "I"), ("content_length", "I"), ("links", "H"),
+              ("new_links", "H"), ("tries", "H"), ("elapsed", "d"), ("depth", "H"),
+              ("reason", "H"), ("content_type", "H"), ("charset", "H"), ("error", "H"),
+              ("error_kind", "H"), ("via", "H"))
+    TEXTS = ("reason", "content_type", "charset", "error", "error_kind", "via")
+    SPARSE = ("redirect", "linked_from", "referrers")
+    # The two other fields: the url (the key) and the referrer (a list).
+
+    def __init__(self):
+        self._rows = {}  # URL -> row, for every URL seen, in the order seen
+        # row(url): its row, or None if it was never seen (the dict's own
+        # method: this runs for every link found).
+        self.row = self._rows.get
+        self._finished = []  # the URLs finished, in finishing order
+        self._done = bytearray()  # row -> 1 once finished
+        self._links_in = array.array("I")  # row -> how many pages link to it
+        self.seen = _LinkCounts(self._rows, self._links_in)
+        self._referrer = []
+        self._format = struct.Struct("<" + "".join(code for _, code in self.PACKED))
+        self._packed = bytearray()  # the rows, self._format.size bytes each
+        self._markers = [_marker(code) for _, code in self.PACKED]
+        self._layout = [(name, name in self.TEXTS) for name, _ in self.PACKED]  # (name, is text)
+        # A record whose packed fields are all plain (no null, no odd value)
+        # is read with one attrgetter call and packed with one struct call
+        # (measured: 3.3 us a record to pack, 2.8 to read; about 9 field by field).
+        self._names = [name for name, _ in self.PACKED]
+        self._fields_of = operator.attrgetter(*self._names)
+        self._texts_at = [i for i, (_, is_text) in enumerate(self._layout) if is_text]
+        self._plain_types = tuple(type(marker) for marker in self._markers)
+        self._marker_set = set(self._markers)
+        self._field = {}  # name -> (its struct, its offset in a row, its marker)
+        offset = 0
+        for (name, code), marker in zip(self.PACKED, self._markers):
+            self._field[name] = (struct.Struct("<" + code), offset, marker)
+            offset += self._field[name][0].size
+        self._odd = {name: {} for name, _ in self.PACKED}  # name -> {row: value}
+        self._sparse = {name: {} for name in self.SPARSE}  # name -> {row: value}
+        self._strings = [None]  # the distinct strings of the text fields (0: null)
+        self._string_index = {None: 0}
+
+    # The mapping: the records of the URLs finished.
+
+    def __len__(self):
+        return len(self._finished)
+
+    def __iter__(self):
+        return iter(self._finished)
+
+    def __contains__(self, url):
+        row = self._rows.get(url)
+        return row is not None and self._done[row] == 1
+
+    def __getitem__(self, url):
+        row = self._rows.get(url)
+        if row is None or not self._done[row]:
+            raise KeyError(url)
+        record = Record.__new__(Record)  # every field is set below
+        record.url, record.referrer = url, self._referrer[row]
+        values = list(self._format.unpack_from(self._packed, row * self._format.size))
+        if self._marker_set.isdisjoint(values):  # all plain
+            for i in self._texts_at:
+                values[i] = self._strings[values[i]]
+        else:
+            for i, ((name, is_text), marker) in enumerate(zip(self._layout, self._markers)):
+                if values[i] == marker:
+                    values[i] = self._odd[name].get(row)
+                elif is_text:
+                    values[i] = self._strings[values[i]]
+        for name, value in zip(self._names, values):
+            setattr(record, name, value)
+        for name, values in self._sparse.items():
+            value = values.get(row)
+            setattr(record, name, list(value) if type(value) is list else value)  # a snapshot
+        return record
+
+    # The crawler's side.
+
+    def add(self, url, depth, referrer, via, links_in):
+        """A row for url, first seen now; returns it."""
+        row = self._rows[url] = len(self._rows)
+        self._done.append(0)
+        self._links_in.append(links_in)
+        self._referrer.append(referrer)
+        self._packed.extend(self._format.pack(*self._markers))
+        self._put(row, "depth", depth)
+        self._put(row, "via", via)
+        return row
+
+    def links_to(self, row):
+        """How many pages link to (or redirect to) the URL of row."""
+        return self._links_in[row]
+
+    def count_link(self, row):
+        """One more page links to the URL of row; True if it is still
+        waiting (not finished)."""
+        self._links_in[row] += 1
+        return not self._done[row]
+
+    def finished(self, row):
+        return self._done[row] == 1
+
+    def new_record(self, url):
+        """A Record for url, not finished yet, with its depth, referrer and via."""
+        row = self._rows[url]
+        return Record(url, self._get(row, "depth"), self._referrer[row], self._get(row, "via"))
+
+    def finish(self, record):
+        """Keep record as its URL's record (a URL seen before or not)."""
+        row = self._rows.get(record.url)
+        if row is None:
+            row = self.add(record.url, record.depth, record.referrer, record.via, 0)
+        self._referrer[row] = record.referrer
+        values = list(self._fields_of(record))
+        for i in self._texts_at:
+            value = values[i]
+            known = value is None or type(value) is str
+            values[i] = self._string_index.get(value, -1) if known else -1
+        plain = (tuple(map(type, values)) == self._plain_types
+                 and self._marker_set.isdisjoint(values))
+        if plain:
+            try:
+                self._format.pack_into(self._packed, row * self._format.size, *values)
+            except struct.error:  # a number out of range, a new string (-1)
+                plain = False
+        if not plain:
+            self._pack_fields(row, record)
+        for name, values in self._sparse.items():
+            value = getattr(record, name)
+            if value is not None:
+                values[row] = value
+            elif row in values:
+                del values[row]
+        self._done[row] = 1
+        self._finished.append(record.url)
+
+    def _pack_fields(self, row, record):
+        """finish() field by field: nulls, odd values, new strings."""
+        values = []
+        known = self._string_index
+        for (name, is_text), marker in zip(self._layout, self._markers):
+            value = getattr(record, name)
+            packed = value
+            if is_text:
+                packed = known.get(value) if type(value) is str else None
+                if packed is None:  # null, a new string, or an odd value
+                    packed = self._index(value)
+            if not _fits(packed, marker):
+                packed = marker
+                self._keep_odd(row, name, value)
+            values.append(packed)
+        self._format.pack_into(self._packed, row * self._format.size, *values)
+
+    def field(self, url, name):
+        """One field of a record, without making the whole Record."""
+        row = self._rows[url]
+        return self._referrer[row] if name == "referrer" else self._get(row, name)
+
+    def set_field(self, url, name, value):
+        row = self._rows[url]
+        if name == "referrer":
+            self._referrer[row] = value
+        else:
+            self._put(row, name, value)
+
+    # One field at a time.
+
+    def _index(self, text):
+        """The index of text (a str or None) in the table of strings, added
+        if new; None for any other value, or a new string when the table
+        is full (the largest index is the marker of an "H" field)."""
+        if text is not None and type(text) is not str:
+            return None
+        index = self._string_index.get(text)
+        if index is None and len(self._strings) < 2 ** 16 - 1:
+            index = self._string_index[text] = len(self._strings)
+            self._strings.append(text)
+        return index
+
+    def _keep_odd(self, row, name, value):
+        if value is None:
+            self._odd[name].pop(row, None)
+        else:
+            self._odd[name][row] = value
+
+    def _put(self, row, name, value):
+        if name in self._sparse:
+            if value is None:
+                self._sparse[name].pop(row, None)
+            else:
+                self._sparse[name][row] = value
+            return
+        field, offset, marker = self._field[name]
+        packed = self._index(value) if name in self.TEXTS else value
+        if not _fits(packed, marker):
+            packed = marker
+            self._keep_odd(row, name, value)
+        field.pack_into(self._packed, row * self._format.size + offset, packed)
+
+    def _get(self, row, name):
+        if name in self._sparse:
+            return self._sparse[name].get(row)
+        field, offset, marker = self._field[name]
+        value, = field.unpack_from(self._packed, row * self._format.size + offset)
+        if value == marker:
+            return self._odd[name].get(row)
+        return self._strings[value] if name in self.TEXTS else value
+
+
+def _marker(code):
+    """The marker of a packed field of a RecordStore (struct code): the
+    field's largest value, or minus infinity for a double."""
+    if code == "d":
+        return float("-inf")
+    return 2 ** (8 * struct.calcsize("<" + code)) - 1
+
+
+def _fits(value, marker):
+    """Whether a packed field whose marker is marker holds value as it is."""
+    if type(value) is not type(marker) or value == marker:
+        return False
+    return type(value) is float or 0 <= value < marker
+
+
+# Skip on first reading: memory per URL.
+class _PageLists:
+    """A list of pages (URLs) for each row of a RecordStore, which grows
+    until it is taken whole: the pages that link to a URL while it waits.
+    A Python list (or tuple) each costs about 100 bytes, and on a large
+    site tens of thousands of URLs wait at once; here the lists are chains
+    of cells in three arrays (cell: a page and the next cell of the same
+    list), and the cells of a list taken are reused."""
+
+    def __init__(self):
+        self._first = array.array("i")  # row -> its list's first cell, or -1
+        self._page = []  # cell -> a page
+        self._next = array.array("i")  # cell -> the next cell of the list, or -1
+        self._free = -1  # the first cell not in use (chained through _next)
+
+    def add(self, row, page):
+        if row >= len(self._first):
+            self._first.extend([-1] * (row + 1 - len(self._first)))
+        cell = self._free
+        if cell < 0:
+            cell = len(self._page)
+            self._page.append(page)
+            self._next.append(self._first[row])
+        else:
+            self._free = self._next[cell]
+            self._page[cell] = page
+            self._next[cell] = self._first[row]
+        self._first[row] = cell
+
+    def take(self, row):
+        """The pages of row's list (the last added first), which is emptied."""
+        first = self._first[row] if row < len(self._first) else -1
+        pages = []
+        cell = first
+        while cell >= 0:
+            pages.append(self._page[cell])
+            self._page[cell] = None
+            last, cell = cell, self._next[cell]
+        if first >= 0:  # the cells go back to the free chain, whole
+            self._next[last], self._free = self._free, first
+            self._first[row] = -1
+        return pages
+
+
+class _LinkCounts(collections.abc.Mapping):
+    """crawler.seen: URL -> how many pages link to it (or redirect to it),
+    for every URL the crawler has seen, in the order seen; a view of the
+    columns of a RecordStore."""
+
+    def __init__(self, rows, counts):
+        self._rows, self._counts = rows, counts
+
+    def __len__(self):
+        return len(self._rows)
+
+    def __iter__(self):
+        return iter(self._rows)
+
+    def __contains__(self, url):
+        return url in self._rows
+
+    def __getitem__(self, url):
+        return self._counts[self._rows[url]]
 
 
 def describe_error(error, url=None):
@@ -4170,8 +4492,9 @@ class Crawler:
     use instead of making one.
 
     Run ``yield from crawler.crawl()`` on a loop (or use crawl()); the
-    records are in ``crawler.records`` (dict url -> Record, in finishing
-    order). ValueError for a bad root or option."""
+    records are in ``crawler.records``, a mapping url -> Record in
+    finishing order (a RecordStore: each Record read from it is a new
+    snapshot). ValueError for a bad root or option."""
 
     def __init__(self, roots, *, on_record=None, client=None, **options):
         client_options = {key: options.pop(key) for key in list(options)
@@ -4232,14 +4555,18 @@ class Crawler:
         self._scope_by_site = {}  # "scheme:" + authority -> on site (host, subdomains, origin)
         for root in self.roots:
             self._add_to_scope(root)
-        self.frontier = Queue()
-        self.seen = {}  # URL -> how many pages link to it (or redirect to it)
-        # URL -> the pages that link to it, beyond its FrontierItem's referrer,
-        # while it waits (only URLs linked from two pages or more), and all of
-        # them after it failed; dropped for a URL that did not fail.
-        self._referrers = {}
-        self.records = {}
-        self._strings = {}  # see _shared
+        self.frontier = Queue()  # of URLs
+        # Every URL seen, with its depth, referrer and via, and once it
+        # finished its record: url -> Record (RecordStore).
+        self.records = RecordStore()
+        self.seen = self.records.seen  # URL -> how many pages link to it (or redirect to it)
+        # URL waiting -> (redirects_left, chain) of its FrontierItem, when
+        # not (max_redirect, ()): redirect targets and off-site links.
+        self._redirects = {}
+        # The pages that link to a URL while it waits, beyond its referrer,
+        # by its row (RecordStore.row); dropped when it finishes.
+        self._linking = _PageLists()
+        self._referrers = {}  # the row of a failed URL -> its referrers (bounded)
         self.pages = 0  # records of HTML pages fetched with 200 (Record.is_page)
         self.failed = 0  # records that count as failures (Record.failed)
         self.origins = {}  # (scheme, host, port) -> _OriginState
@@ -4319,56 +4646,60 @@ class Crawler:
     def _discover(self, url, redirects_left, depth, referrer, chain=(), via="link"):
         """Queue url unless it was seen before; True if it was queued.
         Either way, count the page (referrer) that pointed to it."""
-        count = self.seen.get(url)
-        if count is not None:
+        row = self.records.row(url)
+        if row is not None:
             if referrer is not None:
-                self.seen[url] = count + 1
-                if url not in self.records or url in self._referrers:
-                    self._note_referrer(url, referrer)
+                waiting = self.records.count_link(row)
+                if waiting or row in self._referrers:  # waiting, or failed
+                    self._note_referrer(url, row, referrer)
             return False
-        self.seen[url] = 0 if referrer is None else 1
-        self.frontier.put_nowait(FrontierItem(url, redirects_left, depth, referrer, chain, via))
+        self.records.add(url, depth, referrer, via, 0 if referrer is None else 1)
+        if redirects_left != self.max_redirect or chain:
+            self._redirects[url] = (redirects_left, chain)
+        self.frontier.put_nowait(url)
         return True
 
     # Skip on first reading: the linking pages of a failed URL, kept in bounds.
-    def _note_referrer(self, url, referrer):
-        """Keep referrer among the pages linking to url, a URL not finished
-        yet or one that failed: the MAX_REFERRERS first in URL order, so
-        that the same crawl lists the same pages whatever the timing."""
-        referrers = self._referrers.get(url)
-        if referrers is None:
-            self._referrers[url] = [referrer]
+    def _note_referrer(self, url, row, referrer):
+        """Keep referrer among the pages linking to url (at row), a URL not
+        finished yet or one that failed: the MAX_REFERRERS first in URL
+        order, so that the same crawl lists the same pages whatever the
+        timing."""
+        if not self.records.finished(row):  # waiting: sort and trim now and then, not per link
+            self._linking.add(row, referrer)
+            if self.records.links_to(row) % (2 * MAX_REFERRERS) == 0:  # at most 300 kept
+                for page in sorted(set(self._linking.take(row)))[:MAX_REFERRERS]:
+                    self._linking.add(row, page)
             return
-        record = self.records.get(url)
-        if record is None:  # waiting: sort and trim now and then, not per link
-            referrers.append(referrer)
-            if len(referrers) >= 2 * MAX_REFERRERS:
-                referrers[:] = sorted(set(referrers))[:MAX_REFERRERS]
-            return
-        record.linked_from += 1
+        referrers = self._referrers[row]
+        self.records.set_field(url, "linked_from", self.records.field(url, "linked_from") + 1)
         if referrer not in referrers and (len(referrers) < MAX_REFERRERS
                                           or referrer < referrers[-1]):
             bisect.insort(referrers, referrer)
             del referrers[MAX_REFERRERS:]
+            self.records.set_field(url, "referrers", referrers)
 
     def _settle_referrers(self, record):
         """When record's URL finishes: a failed URL keeps its linking pages
         (and gets later ones), any other URL forgets them."""
-        others = self._referrers.pop(record.url, None)
+        row = self.records.row(record.url)
+        if row is None:  # a Record made elsewhere: its URL gets a row now
+            row = self.records.add(record.url, record.depth, record.referrer, record.via, 0)
+        others = self._linking.take(row)
         if not record.failed:
             return
-        pages = set(others or ())
+        pages = set(others)
         if record.referrer is not None:
             pages.add(record.referrer)
         record.referrers = sorted(pages)[:MAX_REFERRERS]
-        record.linked_from = max(self.seen.get(record.url, 0), len(pages))
-        self._referrers[record.url] = record.referrers
+        record.linked_from = max(self.records.links_to(row), len(pages))
+        self._referrers[row] = record.referrers
 
     # Running -------------------------------------------------------------------
 
     def crawl(self):
         """Crawl until every discovered URL has its record (a coroutine).
-        Returns the records (dict url -> Record). When the coroutine is
+        Returns the records (crawler.records). When the coroutine is
         cancelled (Ctrl-C), fetches in flight are cancelled and every URL
         not finished is recorded as "interrupted" before the cancellation
         goes on."""
@@ -4418,16 +4749,18 @@ class Crawler:
         """Record every URL still queued as interrupted and close the client
         (no waiting: this also runs when the loop is gone)."""
         while not self.frontier.empty():
-            item = self.frontier.get_nowait()
-            self._not_fetched(Record(item.url, item.depth, item.referrer, item.via), "interrupted",
-                              "not fetched: the crawl was interrupted")
+            record = self.records.new_record(self.frontier.get_nowait())
+            self._not_fetched(record, "interrupted", "not fetched: the crawl was interrupted")
         self.client.close()
         self.finished = self._clock()  # the loop's clock, as self.started
 
     def _work(self):
         while True:
-            item = yield from self.frontier.get()
-            record = Record(item.url, item.depth, item.referrer, item.via)
+            url = yield from self.frontier.get()
+            record = self.records.new_record(url)  # with the depth, referrer and via
+            redirects_left, chain = self._redirects.pop(url, (self.max_redirect, ()))
+            item = FrontierItem(url, redirects_left, record.depth, record.referrer, chain,
+                                record.via)
             self.in_progress += 1
             try:
                 yield from self._process(item, record)
@@ -4522,13 +4855,10 @@ class Crawler:
                 self._follow_links(record, response, item.depth)
 
     def _take_response_facts(self, record, response):
-        # One copy of each reason, type and charset however many records
-        # have it: memory per URL (measured on the Python docs: about 90
-        # bytes less a record).
         record.status = response.status
-        record.reason = self._shared(response.reason)
-        record.content_type = self._shared(response.content_type) or None
-        record.charset = self._shared(response.charset)
+        record.reason = response.reason
+        record.content_type = response.content_type or None
+        record.charset = response.charset
         record.size = len(response.body)
         record.content_length = response.content_length
 
@@ -4576,15 +4906,6 @@ class Crawler:
 
     def _give_host_slot(self, host):
         self._host_slots[host].get_nowait()  # wakes the next check waiting, if any
-
-    # Skip on first reading: memory per URL.
-    def _shared(self, text):
-        """text, or an equal string that an earlier record holds: the
-        records of a site share one "OK", one "text/html" and one "utf-8"
-        rather than keeping a copy each (about 160 bytes per URL)."""
-        if text is None or len(self._strings) >= 1000:  # a bound against odd servers
-            return self._strings.get(text, text)
-        return self._strings.setdefault(text, text)
 
     # Fetching ------------------------------------------------------------------
 
@@ -4877,9 +5198,9 @@ class Crawler:
             self._invalid_link(raw, reason, record.url, depth + 1, via)
         if found is not None:  # --fragments: the raw links, fragments and all
             self._note_fragments(record, text, found, depth + 1)
-        seen = self.seen
+        seen = self.records.row  # the row of a URL seen, else None
         for link, via in links.items():  # a link seen before is only counted by _discover
-            if link in seen or self.in_scope(link):
+            if seen(link) is not None or self.in_scope(link):
                 if self._discover(link, self.max_redirect, depth + 1, record.url, (), via):
                     record.new_links += 1
             elif self.on_site(link):
@@ -4912,15 +5233,16 @@ class Crawler:
         standard's "find a potential indicated element" says."""
         for (target, fragment), (referrer, depth, pages) in self.fragment_links.items():
             page, hops = target, 0
-            while hops < self.max_redirect and page in self.records and self.records[page].redirect:
-                page, hops = self.records[page].redirect, hops + 1
+            while (hops < self.max_redirect and page in self.records
+                   and self.records.field(page, "redirect")):
+                page, hops = self.records.field(page, "redirect"), hops + 1
             anchors = self.anchors.get(page)
             name = urllib.parse.unquote(fragment, errors="replace")
             if anchors is None or name in anchors or name.lower() == "top":
                 continue
             url = f"{target}#{percent_encode(fragment, FRAGMENT_SAFE)}"
-            self.seen[url] = len(pages)
             record = Record(url, depth, referrer)
+            self.records.add(url, depth, referrer, record.via, len(pages))
             record.error_kind = "fragment"
             record.error = f"no id or <a name> {name!r} on {page}"
             self._finish(record)
@@ -5052,7 +5374,7 @@ class Crawler:
         if url in self.seen:
             self._discover(url, 0, depth, referrer)  # one more page links to it
             return
-        self.seen[url] = 1
+        self.records.add(url, depth, referrer, via, 1)
         record = Record(url, depth, referrer, via)
         record.error_kind, record.error = "invalid_url", f"invalid link: {reason}"
         self._finish(record)
@@ -5067,7 +5389,7 @@ class Crawler:
         if record.url in self.records:  # never two records for one URL
             return
         self._settle_referrers(record)
-        self.records[record.url] = record
+        self.records.finish(record)
         self.pages += record.is_page
         self.failed += record.failed
         if self.on_record is not None:
@@ -5174,23 +5496,46 @@ def _plural(count, noun):
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def summarize(crawler):
+class _SummaryCounts:
+    """What the summary counts of the records, added one at a time in
+    finishing order (the order of equal counts)."""
+
+    def __init__(self):
+        self.by_class, self.errors, self.not_fetched, self.failures = (
+            collections.Counter() for _ in range(4))
+        self.cut = collections.defaultdict(list)  # trap kind -> the URLs it cut
+        self.body_bytes = self.cut_short = 0
+
+    def add(self, record):
+        kind = record.error_kind
+        if record.status is not None:
+            self.by_class[f"{record.status // 100}xx"] += 1
+        if kind is not None and ERROR_KINDS[kind].failure:
+            self.errors[kind] += 1
+        if kind in NOT_FETCHED_KINDS:
+            self.not_fetched[kind] += 1
+        if record.failed:
+            self.failures[kind or f"{record.status // 100}xx"] += 1
+        if kind in TRAP_KINDS:
+            self.cut[kind].append(record.url)
+        self.cut_short += kind == "cut_short"
+        self.body_bytes += record.size
+
+
+def summarize(crawler, counts=None):
     """The summary lines printed after the crawl, each saying what it
-    counts. The last line carries the page count ("Pages: N", HTML
+    counts (counts: the _SummaryCounts of all its records, when the caller has
+    them). The last line carries the page count ("Pages: N", HTML
     documents fetched with status 200), where scripts (and the benchmark
     harness) look for it."""
-    records = list(crawler.records.values())
     stats = crawler.stats()
-    by_class = collections.Counter(f"{record.status // 100}xx" for record in records
-                                   if record.status is not None)
-    errors = collections.Counter(record.error_kind for record in records
-                                 if record.error_kind is not None
-                                 and ERROR_KINDS[record.error_kind].failure)
-    not_fetched = collections.Counter(record.error_kind for record in records
-                                      if record.error_kind in NOT_FETCHED_KINDS)
-    failures = collections.Counter(record.error_kind or f"{record.status // 100}xx"
-                                   for record in records if record.failed)
-    body_bytes = sum(record.size for record in records)
+    if counts is None:
+        counts = _SummaryCounts()
+        for record in crawler.records.values():
+            counts.add(record)
+    by_class, errors, not_fetched, failures = (
+        counts.by_class, counts.errors, counts.not_fetched, counts.failures)
+    cut, cut_short, body_bytes = counts.cut, counts.cut_short, counts.body_bytes
     lines = []
     if crawler.interrupted:
         remaining = not_fetched.get("interrupted", 0)
@@ -5205,10 +5550,8 @@ def summarize(crawler):
                                  if not_fetched else "none"))
     lines.append("Failed:   " + (f"{_plural(stats['failed'], 'URL')} ({_counts(failures)})"
                                  if failures else "none"))
-    traps = _trap_counts(records)
-    if traps:
-        lines.append("Traps:    " + traps)
-    cut_short = sum(record.error_kind == "cut_short" for record in records)
+    if cut:
+        lines.append("Traps:    " + _trap_counts(cut))
     if cut_short:
         lines.append(f"Cut short: {cut_short} HTML page{'' if cut_short == 1 else 's'} larger "
                      "than --max-size, links taken from the part read")
@@ -5253,13 +5596,10 @@ def _counts(counter):
     return ", ".join(f"{key} {count}" for key, count in counter.most_common())
 
 
-def _trap_counts(records):
-    """The records cut by a trap defence, by kind, each with where the cut
-    began (its shortest URL): "path_repeats 12 from http://h/a/a/a/"."""
-    cut = collections.defaultdict(list)
-    for record in records:
-        if record.error_kind in TRAP_KINDS:
-            cut[record.error_kind].append(record.url)
+def _trap_counts(cut):
+    """The URLs cut by each trap defence ({kind: [URL, ...]}), by kind, each
+    with where the cut began (its shortest URL): "path_repeats 12 from
+    http://h/a/a/a/"."""
     return ", ".join(f"{kind} {len(urls)} from {min(urls, key=lambda url: (len(url), url))}"
                      for kind, urls in sorted(cut.items(), key=lambda item: -len(item[1])))
 
@@ -5270,20 +5610,29 @@ def report(crawler, out, quiet=False, show_unfetched=False, verbose=False):
     is no failure) are counted but listed only with show_unfetched or
     verbose; with quiet, only the URLs that failed are listed. With
     --sitemaps, the orphans follow (not with quiet: they are no failures)."""
-    records = sorted(crawler.records.values(), key=lambda r: r.url)
-    if quiet:
-        records = [record for record in records if record.failed]
-    elif not (show_unfetched or verbose):
-        records = [record for record in records if record.error_kind not in NOT_FETCHED_KINDS]
+    # The records are made from their rows (RecordStore) one at a time:
+    # counted in finishing order (the summary's order among equal counts),
+    # then made again in URL order to be listed (with quiet, only those
+    # that failed).
+    counts, failed = _SummaryCounts(), []
+    for record in crawler.records.values():
+        counts.add(record)
+        if quiet and record.failed:
+            failed.append(record.url)
+    records = (crawler.records[url] for url in sorted(failed if quiet else crawler.records))
+    listed = 0
     for record in records:
+        if not (quiet or show_unfetched or verbose) and record.error_kind in NOT_FETCHED_KINDS:
+            continue
         out.write(format_record(record, verbose) + "\n")
-    if records:
+        listed += 1
+    if listed:
         out.write("\n")
     orphans = crawler.orphans() if crawler.sitemaps and not quiet else ()
     if orphans:  # what --sitemaps is asked for, so listed without -v
         out.write("Orphans, in a sitemap but linked from no page:\n")
         out.write("".join(f"    {url}\n" for url in orphans) + "\n")
-    out.write("\n".join(summarize(crawler)) + "\n")
+    out.write("\n".join(summarize(crawler, counts)) + "\n")
     out.flush()
 
 
@@ -5295,7 +5644,7 @@ def exit_status(crawler):
     roots = [crawler.records.get(root) for root in crawler.roots]
     if not any(record is not None and record.status is not None for record in roots):
         return EXIT_NOTHING_CRAWLED
-    if any(record.failed for record in crawler.records.values()):
+    if crawler.failed:  # records that count as failures
         return EXIT_FAILED_URLS
     return EXIT_OK
 

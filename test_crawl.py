@@ -7068,6 +7068,79 @@ class CrawlerDescribeErrorTest(unittest.TestCase):
         self.assertEqual(crawl.parse_retry_after("Sun, 09 Sep 2001 01:00:00 GMT", now=now), 0.0)
 
 
+class RecordStoreTest(unittest.TestCase):
+    """crawler.records keeps every field as it was, one packed row per URL."""
+
+    def test_a_record_comes_back_as_it_went_in(self):
+        store = crawl.RecordStore()
+        plain = crawl.Record("http://h.test/a", 1, "http://h.test/", "img src")
+        plain.status, plain.reason, plain.content_type, plain.charset = 200, "OK", "text/html", None
+        plain.size, plain.content_length, plain.links, plain.new_links = 8123, 8123, 10, 3
+        plain.tries, plain.elapsed = 1, 0.012345
+        odd = crawl.Record("http://h.test/b", 70000, "http://h.test/a")
+        odd.error_kind, odd.error = "connect", "unreachable"
+        odd.content_length, odd.links, odd.elapsed = 10 ** 15, 65535, -1.5  # beyond the fields
+        odd.redirect, odd.linked_from, odd.referrers = "http://h.test/c", 2, ["http://h.test/a"]
+        for record in (plain, odd):
+            store.add(record.url, record.depth, record.referrer, record.via, 1)
+        store.finish(odd)
+        store.finish(plain)
+        self.assertEqual(list(store), ["http://h.test/b", "http://h.test/a"])  # finishing order
+        for record in (plain, odd):
+            self.assertEqual(store[record.url].as_dict(), record.as_dict())
+            self.assertEqual({name: type(value) for name, value in store[record.url].as_dict().items()},
+                             {name: type(value) for name, value in record.as_dict().items()})
+        self.assertEqual((store.seen["http://h.test/a"], len(store.seen)), (1, 2))
+
+    def test_a_record_read_is_a_snapshot(self):
+        store = crawl.RecordStore()
+        record = crawl.Record("http://h.test/")
+        record.referrers = ["http://h.test/x"]
+        store.finish(record)
+        copy = store["http://h.test/"]
+        copy.status = 500
+        copy.referrers.append("http://h.test/y")
+        self.assertEqual(store["http://h.test/"].as_dict(), record.as_dict())
+        store.set_field("http://h.test/", "linked_from", 3)
+        self.assertEqual(store.field("http://h.test/", "linked_from"), 3)
+        self.assertNotIn("http://h.test/other", store)
+        with self.assertRaises(KeyError):
+            store["http://h.test/other"]
+
+    def test_rows_hold_no_object_per_url(self):
+        """Structural: a URL costs its row in the packed bytes, and no dict
+        entry for a plain record (only the URL, its row number and
+        references to existing strings are Python objects)."""
+        store = crawl.RecordStore()
+        for n in range(1000):
+            url = f"http://h.test/{n}"
+            store.add(url, 1, "http://h.test/", "link", 1)
+            record = store.new_record(url)
+            record.status, record.reason, record.content_type = 200, "OK", "text/html"
+            record.size, record.content_length, record.elapsed = 100 + n, 100 + n, n / 1000
+            store.finish(record)
+        self.assertEqual(len(store._packed), 1000 * store._format.size)
+        self.assertLessEqual(store._format.size, 40)
+        self.assertEqual([len(values) for values in store._odd.values()], [0] * len(store._odd))
+        self.assertEqual([len(values) for values in store._sparse.values()], [0, 0, 0])
+        self.assertEqual(store._strings, [None, "link", "OK", "text/html"])
+        slots = set(crawl.Record.__slots__)
+        self.assertEqual({name for name, _ in store.PACKED} | set(store.SPARSE)
+                         | {"url", "referrer"}, slots)
+
+    def test_page_lists_reuse_their_cells(self):
+        lists = crawl._PageLists()
+        for page in ("a", "b", "c"):
+            lists.add(5, page)
+        lists.add(2, "d")
+        self.assertEqual(lists.take(5), ["c", "b", "a"])
+        self.assertEqual(lists.take(5), [])
+        lists.add(7, "e")
+        lists.add(7, "f")
+        self.assertEqual(len(lists._page), 4)  # two of the three cells given back, reused
+        self.assertEqual((lists.take(7), lists.take(2), lists.take(99)), (["f", "e"], ["d"], []))
+
+
 class CrawlerRecordUnitTest(unittest.TestCase):
 
     def test_new_record(self):
@@ -8148,8 +8221,8 @@ class CrawlerConcurrencyTest(CrawlerTestCase):
         self.assertEqual([r.url for r in seen], list(records))
         self.assertEqual(len(seen), 4)
         self.assertEqual(len({r.url for r in seen}), 4)
-        for record in seen:
-            self.assertIs(records[record.url], record)
+        for record in seen:  # the same fields; crawler.records gives a snapshot
+            self.assertEqual(records[record.url].as_dict(), record.as_dict())
 
 
 class CrawlerBodyTest(CrawlerTestCase):
@@ -9092,7 +9165,8 @@ class CrawlerReferrersTest(CrawlerTestCase):
             if not record.failed:
                 self.assertEqual((record.linked_from, record.referrers), (None, None))
         # Only failed URLs keep their linking pages once the crawl is over.
-        self.assertEqual(list(crawler._referrers), ["http://example.test/missing"])
+        self.assertEqual(list(crawler._referrers),
+                         [crawler.records.row("http://example.test/missing")])
 
     @virtual_clock
     def test_the_list_is_bounded_and_the_count_is_not(self):
