@@ -5571,9 +5571,10 @@ def _sitemap_lines(crawler):
     orphans = len(crawler.orphans())
     return [f"Sitemaps: {crawler.sitemaps_read} read, listing "
             f"{_plural(len(crawler.sitemap_listed), 'URL')} on the site; "
-            f"{crawler.sitemap_ignored} entries ignored (off the site, not valid URLs, "
+            f"{crawler.sitemap_ignored} {'entry' if crawler.sitemap_ignored == 1 else 'entries'} "
+            "ignored (off the site, not valid URLs, "
             "or past a limit)",
-            "Orphans:  " + (f"{_plural(orphans, 'page')} in a sitemap that no page links to"
+            "Orphans:  " + (f"{_plural(orphans, 'URL')} in a sitemap that no page links to"
                             if orphans else "none (no URL in a sitemap lacks a link)")]
 
 
@@ -5608,8 +5609,9 @@ def report(crawler, out, quiet=False, show_unfetched=False, verbose=False):
     """Write the report to out (a text file): a line per URL sorted by URL,
     then the summary. URLs not fetched by choice (an ERROR_KINDS kind that
     is no failure) are counted but listed only with show_unfetched or
-    verbose; with quiet, only the URLs that failed are listed. With
-    --sitemaps, the orphans follow (not with quiet: they are no failures)."""
+    verbose; with quiet, only the URLs that failed are listed (and those
+    not fetched, with show_unfetched). With --sitemaps, the orphans follow
+    (not with quiet: they are no failures)."""
     # The records are made from their rows (RecordStore) one at a time:
     # counted in finishing order (the summary's order among equal counts),
     # then made again in URL order to be listed (with quiet, only those
@@ -5617,7 +5619,7 @@ def report(crawler, out, quiet=False, show_unfetched=False, verbose=False):
     counts, failed = _SummaryCounts(), []
     for record in crawler.records.values():
         counts.add(record)
-        if quiet and record.failed:
+        if quiet and (record.failed or show_unfetched and record.error_kind in NOT_FETCHED_KINDS):
             failed.append(record.url)
     records = (crawler.records[url] for url in sorted(failed if quiet else crawler.records))
     listed = 0

@@ -7919,7 +7919,7 @@ class CrawlerSitemapTest(CrawlerTestCase):
         summary = crawl.summarize(crawler)
         self.assertIn("Sitemaps: 3 read, listing 7 URLs on the site; 2 entries ignored (off the "
                       "site, not valid URLs, or past a limit)", summary)
-        self.assertIn("Orphans:  4 pages in a sitemap that no page links to", summary)
+        self.assertIn("Orphans:  4 URLs in a sitemap that no page links to", summary)
         self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
 
     def test_sitemap_xml_when_robots_txt_names_none(self):
@@ -8022,7 +8022,7 @@ class CrawlerSitemapTest(CrawlerTestCase):
         lines = out.getvalue().split("\n")
         start = lines.index("Orphans, in a sitemap but linked from no page:")
         self.assertEqual(lines[start + 1:start + 3], [f"    {site.url('/lonely')}", ""])
-        self.assertIn("Orphans:  1 page in a sitemap that no page links to", lines)
+        self.assertIn("Orphans:  1 URL in a sitemap that no page links to", lines)
         out = io.StringIO()
         crawl.report(crawler, out, quiet=True)  # not failures: counted only
         self.assertNotIn(site.url("/lonely"), out.getvalue())
@@ -9247,6 +9247,12 @@ class CrawlerReportTest(CrawlerTestCase):
         self.assertEqual(quiet.getvalue().split("\n"),
                          [f"404 {u('/missing')}  text/plain  9 bytes  <- linked from {u('/')}", ""]
                          + summary)
+        # -q --show-unfetched: the explicit flag adds the URLs not fetched.
+        both = io.StringIO()
+        crawl.report(crawler, both, quiet=True, show_unfetched=True)
+        self.assertEqual(both.getvalue().split("\n")[:3],
+                         [f"404 {u('/missing')}  text/plain  9 bytes  <- linked from {u('/')}",
+                          f"--- {u('/private')}  [robots] {records[u('/private')].error}", ""])
 
     def test_summary_errors_by_kind(self):
         url = f"http://127.0.0.1:{refused_port(self)}/"
@@ -9642,7 +9648,7 @@ class CLILinkCheckTest(ServerTestCase):
         self.assertEqual(summary[4:6], [
             "Sitemaps: 1 read, listing 4 URLs on the site; 0 entries ignored (off the site, "
             "not valid URLs, or past a limit)",
-            "Orphans:  2 pages in a sitemap that no page links to"])
+            "Orphans:  2 URLs in a sitemap that no page links to"])
         self.assertEqual(summary[-2:], ["Pages:    3 (HTML documents fetched with status 200)", ""])
 
 
