@@ -4134,6 +4134,8 @@ class RecordStore(collections.abc.Mapping):
 
     def add(self, url, depth, referrer, via, links_in):
         """A row for url, first seen now; returns it."""
+        if url in self._rows:  # a second row would put every column out of step
+            raise ValueError(f"{url} has a row already")
         row = self._rows[url] = len(self._rows)
         self._done.append(0)
         self._links_in.append(links_in)
@@ -4431,25 +4433,24 @@ class _OriginState:
         self.probe = None  # a Future of a _SoftNotFound, or of None when there is none
 
 
-class _SoftNotFound(collections.namedtuple("_SoftNotFound", "url content_type chunks tolerance")):
-    """What an origin answered with 200 for two paths that cannot exist:
-    the first probe's url, the response's content_type, its body without
-    the probe's URL (_without_echo) as _chunks(), and tolerance, how many
-    chunks the two answers differ in (_chunk_distance: 0 for a fixed page,
-    more for one with a clock, a counter or a random link)."""
+class _SoftNotFound(collections.namedtuple("_SoftNotFound", "url content_type body")):
+    """What an origin answered with 200 for a path that cannot exist: the
+    probe's url, the response's content_type and its body without the
+    probe's URL and with its volatile parts masked (_comparable)."""
 
     __slots__ = ()
 
 
-def _chunks(body):
-    """A body (bytes) as a multiset of chunks, each a tag and the text
-    after it: the unit in which two answers of one template differ."""
-    return collections.Counter(body.split(b"<"))
+# What may differ between two answers to the same request: numbers (a clock,
+# a counter, a request id) and long hexadecimal tokens (a random id, the
+# probe's own name when it is echoed in other words than its URL).
+_VOLATILE = re.compile(rb"[0-9a-fA-F]{8,}|[0-9]+")
 
 
-def _chunk_distance(chunks, other):
-    """How many chunks are in one multiset and not in the other."""
-    return sum(((chunks - other) + (other - chunks)).values())
+def _comparable(body, url):
+    """body (bytes) as soft 404s are compared: without the echo of url and
+    with every volatile part masked."""
+    return _VOLATILE.sub(b"#", _without_echo(body, url))
 
 
 def _without_echo(body, url):
@@ -5105,10 +5106,12 @@ class Crawler:
 
     def _fetch_probe(self, origin, state):
         """The probe's requests: a random path, and when it is answered with
-        200 a second one, to learn how much two such answers differ. One try
-        each, no retries (a probe that fails only means soft 404s are not
-        spotted on that origin); logged at INFO (-v) with the outcome.
-        Returns a _SoftNotFound or None."""
+        200 a second one, to make sure two such answers are the same once
+        compared (_comparable): if they are not, a page cannot be told from
+        them, and soft 404s are not spotted there (the path limits still
+        hold). One try each, no retries (a probe that fails only means soft
+        404s are not spotted on that origin); logged at INFO (-v) with the
+        outcome. Returns a _SoftNotFound or None."""
         scheme, host, port = origin
         rules = state.robots.result() if state.robots is not None and state.robots.done() else None
         answers = []
@@ -5128,30 +5131,32 @@ class Crawler:
             if response.status != 200:
                 logger.info("soft-404 probe %s: %d, as it should", url, response.status)
                 return None
-            answers.append((url, response.content_type, _chunks(_without_echo(response.body, url))))
-        (url, content_type, chunks), (_, other_type, other) = answers
-        if other_type != content_type:
-            logger.info("soft-404 probes %s: 200 with two content types; soft 404s not spotted", url)
+            if response.content_type not in BODY_TYPES:  # no links to follow: no trap
+                logger.info("soft-404 probe %s: 200 with %s; soft 404s not spotted",
+                            url, response.content_type)
+                return None
+            answers.append(_SoftNotFound(url, response.content_type,
+                                         _comparable(response.body, url)))
+        first, second = answers
+        if first[1:] != second[1:]:
+            logger.info("soft-404 probes %s, %s: 200, but two answers differ; soft 404s "
+                        "not spotted", first.url, second.url)
             return None
-        tolerance = _chunk_distance(chunks, other)
-        logger.info("soft-404 probe %s: 200; pages that answer the same (within %d chunks, as "
-                    "two probes differ) are soft 404s", url, tolerance)
-        return _SoftNotFound(url, content_type, chunks, tolerance)
+        logger.info("soft-404 probe %s: 200; pages that answer the same are soft 404s", first.url)
+        return first
 
     def _is_soft_404(self, item, response, state):
-        """Whether a 200 response is the origin's soft 404: its probe was
-        answered with 200, and the response has the same content type and,
-        once each has lost the echo of its own URL, differs from the probe's
-        answer in no more chunks (tags with their text) than the two probes'
-        answers differ from each other. So a soft 404 with a clock or a
-        random link is spotted as one without a clock is, and a real page on
-        the same template (its content is other chunks) is followed. A root
-        (depth 0) is never one: the user asked for it."""
+        """Whether a 200 response is the origin's soft 404: its probes were
+        answered with 200, and the response has the same content type and
+        the same body once compared (_comparable: without the echo of its
+        own URL, numbers and long hex tokens masked). The same, not similar:
+        a real page on the same template differs in its content, however
+        short (a rule by size or by how many parts differ would silently
+        drop real pages). A root (depth 0) is never one: the user asked for it."""
         probe = state.probe.result() if state.probe is not None and state.probe.done() else None
         return (probe is not None and item.depth > 0
                 and response.content_type == probe.content_type
-                and _chunk_distance(_chunks(_without_echo(response.body, response.url)),
-                                    probe.chunks) <= probe.tolerance)
+                and _comparable(response.body, response.url) == probe.body)
 
     # Following links -----------------------------------------------------------
 
@@ -5221,6 +5226,8 @@ class Crawler:
             link, _, fragment = _clean_link(raw).partition("#")
             if not fragment:
                 continue
+            # As its URL writes it: "#a b" and "#a%20b" are one anchor, one record.
+            fragment = percent_encode(fragment, FRAGMENT_SAFE)
             target = resolve(link) if link else base  # an invalid link is reported as such
             if type(target) is str and self.in_scope(target):
                 noted = self.fragment_links.setdefault((target, fragment), [record.url, depth, set()])
@@ -5240,7 +5247,7 @@ class Crawler:
             name = urllib.parse.unquote(fragment, errors="replace")
             if anchors is None or name in anchors or name.lower() == "top":
                 continue
-            url = f"{target}#{percent_encode(fragment, FRAGMENT_SAFE)}"
+            url = f"{target}#{fragment}"
             record = Record(url, depth, referrer)
             self.records.add(url, depth, referrer, record.via, len(pages))
             record.error_kind = "fragment"
@@ -5616,12 +5623,12 @@ def report(crawler, out, quiet=False, show_unfetched=False, verbose=False):
     # counted in finishing order (the summary's order among equal counts),
     # then made again in URL order to be listed (with quiet, only those
     # that failed).
-    counts, failed = _SummaryCounts(), []
+    counts, quiet_list = _SummaryCounts(), []
     for record in crawler.records.values():
         counts.add(record)
         if quiet and (record.failed or show_unfetched and record.error_kind in NOT_FETCHED_KINDS):
-            failed.append(record.url)
-    records = (crawler.records[url] for url in sorted(failed if quiet else crawler.records))
+            quiet_list.append(record.url)
+    records = (crawler.records[url] for url in sorted(quiet_list if quiet else crawler.records))
     listed = 0
     for record in records:
         if not (quiet or show_unfetched or verbose) and record.error_kind in NOT_FETCHED_KINDS:
