@@ -158,7 +158,7 @@ def open_fds():
     return fds - _PORT_BLOCKERS
 
 
-def wait_for_fds(expected, timeout=3.0):
+def wait_for_fds(expected, timeout=10.0):
     """open_fds() once it equals expected (the embedded servers' threads close
     their ends a moment after the client), else, after timeout seconds of
     real time, the last value seen."""
