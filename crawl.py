@@ -6104,7 +6104,7 @@ _NOTHING_TO_SCAN = r"""<(?:
 # may say nofollow) and a value with no character reference or NUL: _SKIP
 # captures its raw value (quotes and all), and no Python reads the tag.
 _PLAIN_A_HREF = r"""<[aA]%(before)s[\t\n\f\r ]+(?i:href)[\t\n\f\r ]*=[\t\n\f\r ]*
-    ("[^"&\x00]*"|'[^'&\x00]*'|[^\t\n\f\r "'=<>`&\x00]+)%(after)s[\t\n\f\r ]*/?>""" % {
+    (?P<href>"[^"&\x00]*"|'[^'&\x00]*'|[^\t\n\f\r "'=<>`&\x00]+)%(after)s[\t\n\f\r ]*/?>""" % {
     "before": _plain_attributes_but("href", "rel"), "after": _plain_attributes_but("rel")}
 _A_HREF_VIA = dict(RESOURCE_ATTRIBUTES["a"])["href"]
 
@@ -6125,7 +6125,7 @@ _SKIP = re.compile(r"""(?:
     | %(nothing)s                                   # a tag to scan that names nothing
     ){0,10000}
     (?:%(a_href)s                                   # <a href>, plain shape: its value
-    | <(%(scan)s)(%(plain)s)[\t\n\f\r ]*/?>)?       # a tag to scan, plain shape
+    | <(?P<tag>%(scan)s)(?P<attributes>%(plain)s)[\t\n\f\r ]*/?>)?  # a tag to scan, plain
     """ % {"scan": _SCAN_TAG_NAME, "plain": _PLAIN_ATTRIBUTES, "name": _TAG_NAME,
            "rest1": _tag_rest(1), "rest2": _tag_rest(2), "nothing": _NOTHING_TO_SCAN,
            "a_href": _PLAIN_A_HREF}, re.S | re.X | re.A)
@@ -6165,14 +6165,14 @@ def scan_links(text):
     links = found.links
     while position < end:
         match = skip(text, position)
-        href, tag = match.group(3, 4)
+        href, tag = match.group("href", "tag")
         if href is not None:  # a plain <a href>
             position = match.end()
             links.append((href[1:-1] if href[0] in "\"'" else href, _A_HREF_VIA))
         elif tag is not None:  # a plain tag to scan: its attributes are simple
             position = match.end()
             tag = tag.lower()
-            attrs = _PLAIN_ATTRIBUTE.findall(match.group(5))
+            attrs = _PLAIN_ATTRIBUTE.findall(match.group("attributes"))
             link_from_tag(found, tag, attrs, _first_plain_attribute)
             if tag in _TEXT_ONLY:
                 position = _skip_text_only(text, position, tag)
