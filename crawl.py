@@ -4467,6 +4467,18 @@ def _without_echo(body, url):
     return body
 
 
+def _exclude_patterns(exclude):
+    """The exclude option as compiled patterns: a string or pattern is one
+    pattern (not one per character). ValueError for a bad one."""
+    if isinstance(exclude, (str, re.Pattern)):
+        exclude = [exclude]
+    try:
+        return [re.compile(pattern) if isinstance(pattern, str) else pattern
+                for pattern in exclude]
+    except re.error as error:  # not a ValueError before Python 3.13
+        raise ValueError(f"exclude: not a valid regular expression: {error}") from None
+
+
 def _chosen_scope(scope, lenient):
     """The scope option, with lenient (the old spelling of "subdomains")."""
     if lenient:
@@ -4506,8 +4518,7 @@ class Crawler:
         self.roots = [parse_root(root) for root in roots]
         if not self.roots:
             raise ValueError("no root URL to crawl")
-        max_tasks = settings["max_tasks"]
-        self.max_tasks = max_tasks
+        self.max_tasks = settings["max_tasks"]
         self.max_redirect = settings["max_redirect"]
         self.max_tries = settings["max_tries"]
         self.backoff = settings["backoff"]
@@ -4523,14 +4534,7 @@ class Crawler:
         self.fragments = settings["fragments"]
         self.sitemaps = settings["sitemaps"]
         self._init_link_checks()
-        exclude = settings["exclude"]
-        if isinstance(exclude, (str, re.Pattern)):  # one pattern, not one per character
-            exclude = [exclude]
-        try:
-            self.exclude = [re.compile(pattern) if isinstance(pattern, str) else pattern
-                            for pattern in exclude]
-        except re.error as error:  # not a ValueError before Python 3.13
-            raise ValueError(f"exclude: not a valid regular expression: {error}") from None
+        self.exclude = _exclude_patterns(settings["exclude"])
         self.robots = settings["robots"]
         self.max_url_length = settings["max_url_length"]
         self.max_path_segments = settings["max_path_segments"]
@@ -4540,22 +4544,33 @@ class Crawler:
         self._repeated_run = re.compile(r"((?:/[^/]*)+?)\1{%d}(?=/|$)" % self.max_segment_repeats)
         self.soft_404 = settings["soft_404"]
         self.on_record = on_record
+        self.client = self._client(client, client_options)
+        if getattr(self.client, "timeout", None) is not None:
+            self.external_timeout = min(self.external_timeout, self.client.timeout)
+        self._init_scope()
+        self._init_bookkeeping()
+
+    def _client(self, client, client_options):
+        """The client given, or one made with the client options."""
         if client is None:
-            client_options.setdefault("max_idle_per_origin", max_tasks)
-            client_options.setdefault("max_idle", max(100, max_tasks))
-            client = Client(**client_options)
-        elif client_options:
+            client_options.setdefault("max_idle_per_origin", self.max_tasks)
+            client_options.setdefault("max_idle", max(100, self.max_tasks))
+            return Client(**client_options)
+        if client_options:
             raise TypeError(f"Crawler() got client options {sorted(client_options)} "
                             "and a client")
-        self.client = client
-        if getattr(client, "timeout", None) is not None:
-            self.external_timeout = min(self.external_timeout, client.timeout)
+        return client
+
+    def _init_scope(self):
         self.scope_hosts = set()  # the hosts of the scope, with and without "www."
         self.scope_origins = set()  # scope origin: "scheme:" + authority
         self.scope_paths = []  # scope path: URL prefixes
         self._scope_by_site = {}  # "scheme:" + authority -> on site (host, subdomains, origin)
         for root in self.roots:
             self._add_to_scope(root)
+
+    def _init_bookkeeping(self):
+        """The frontier, the records and the counts of a crawl not begun."""
         self.frontier = Queue()  # of URLs
         # Every URL seen, with its depth, referrer and via, and once it
         # finished its record: url -> Record (RecordStore).
