@@ -4076,13 +4076,12 @@ class RecordStore(collections.abc.Mapping):
         self._format = struct.Struct("<" + "".join(code for _, code in self.PACKED))
         self._packed = bytearray()  # the rows, self._format.size bytes each
         self._markers = [_marker(code) for _, code in self.PACKED]
-        self._layout = [(name, name in self.TEXTS) for name, _ in self.PACKED]  # (name, is text)
         # A record whose packed fields are all plain (no null, no odd value)
         # is read with one attrgetter call and packed with one struct call
         # (measured: 3.3 us a record to pack, 2.8 to read; about 9 field by field).
         self._names = [name for name, _ in self.PACKED]
         self._fields_of = operator.attrgetter(*self._names)
-        self._texts_at = [i for i, (_, is_text) in enumerate(self._layout) if is_text]
+        self._texts_at = [i for i, name in enumerate(self._names) if name in self.TEXTS]
         self._plain_types = tuple(type(marker) for marker in self._markers)
         self._marker_set = set(self._markers)
         self._field = {}  # name -> (its struct, its offset in a row, its marker)
@@ -4117,12 +4116,8 @@ class RecordStore(collections.abc.Mapping):
         if self._marker_set.isdisjoint(values):  # all plain
             for i in self._texts_at:
                 values[i] = self._strings[values[i]]
-        else:
-            for i, ((name, is_text), marker) in enumerate(zip(self._layout, self._markers)):
-                if values[i] == marker:
-                    values[i] = self._odd[name].get(row)
-                elif is_text:
-                    values[i] = self._strings[values[i]]
+        else:  # a null or an odd value somewhere: field by field
+            values = [self._get(row, name) for name in self._names]
         for name, value in zip(self._names, values):
             setattr(record, name, value)
         for name, values in self._sparse.items():
@@ -4181,33 +4176,13 @@ class RecordStore(collections.abc.Mapping):
                 self._format.pack_into(self._packed, row * self._format.size, *values)
             except struct.error:  # a number out of range, a new string (-1)
                 plain = False
-        if not plain:
-            self._pack_fields(row, record)
-        for name, values in self._sparse.items():
-            value = getattr(record, name)
-            if value is not None:
-                values[row] = value
-            elif row in values:
-                del values[row]
+        if not plain:  # nulls, odd values, new strings: field by field
+            for name in self._names:
+                self._put(row, name, getattr(record, name))
+        for name in self.SPARSE:
+            self._put(row, name, getattr(record, name))
         self._done[row] = 1
         self._finished.append(record.url)
-
-    def _pack_fields(self, row, record):
-        """finish() field by field: nulls, odd values, new strings."""
-        values = []
-        known = self._string_index
-        for (name, is_text), marker in zip(self._layout, self._markers):
-            value = getattr(record, name)
-            packed = value
-            if is_text:
-                packed = known.get(value) if type(value) is str else None
-                if packed is None:  # null, a new string, or an odd value
-                    packed = self._index(value)
-            if not _fits(packed, marker):
-                packed = marker
-                self._keep_odd(row, name, value)
-            values.append(packed)
-        self._format.pack_into(self._packed, row * self._format.size, *values)
 
     def field(self, url, name):
         """One field of a record, without making the whole Record."""
