@@ -3256,20 +3256,19 @@ class Client:
         read_timeout = self.read_timeout
         if self.timeout is not None and read_timeout is not None and read_timeout >= self.timeout:
             read_timeout = None
-        try:
-            stream = yield from open_connection(host, port, ssl_context=context,
-                                                connect_timeout=self.connect_timeout,
-                                                read_timeout=read_timeout)
-        except OSError as error:  # ssl.SSLError is one (ssl is looked at for https only)
-            # No yield between the failed handshake and this check: "the
-            # system store is not loaded yet" means it failed without it.
-            if context is None or not self._trust_system_cas(error):
-                raise
-            logger.debug("%s://%s: the --cafile CAs alone do not verify its certificate; "
-                         "added the system's CA store", scheme, host_field(scheme, host, port))
-            stream = yield from open_connection(host, port, ssl_context=context,
-                                                connect_timeout=self.connect_timeout,
-                                                read_timeout=read_timeout)
+        for last_try in (False, True):
+            try:
+                stream = yield from open_connection(host, port, ssl_context=context,
+                                                    connect_timeout=self.connect_timeout,
+                                                    read_timeout=read_timeout)
+                break
+            except OSError as error:  # ssl.SSLError is one (ssl is looked at for https only)
+                # No yield between the failed handshake and this check: "the
+                # system store is not loaded yet" means it failed without it.
+                if last_try or context is None or not self._trust_system_cas(error):
+                    raise
+                logger.debug("%s://%s: the --cafile CAs alone do not verify its certificate; "
+                             "added the system's CA store", scheme, host_field(scheme, host, port))
         self.connections_opened += 1
         logger.debug("connected to %s://%s (%d connections so far)", scheme,
                      host_field(scheme, host, port), self.connections_opened)
