@@ -51,12 +51,12 @@ definition). The sections:
   11. Making it fast          the fast link scanner and the resolution cache
 """
 
+import array
+import bisect
 import codecs
 import collections
 import collections.abc
 import errno
-import array
-import bisect
 import heapq
 import html.entities
 import itertools
@@ -5127,7 +5127,7 @@ class Crawler:
             answers.append(_SoftNotFound(url, response.content_type,
                                          _comparable(response.body, url)))
         first, second = answers
-        if first[1:] != second[1:]:
+        if (first.content_type, first.body) != (second.content_type, second.body):
             logger.info("soft-404 probes %s, %s: 200, but two answers differ; soft 404s "
                         "not spotted", first.url, second.url)
             return None
@@ -5228,10 +5228,12 @@ class Crawler:
         fragment is percent-decoded and "top" needs no anchor, as the HTML
         standard's "find a potential indicated element" says."""
         for (target, fragment), (referrer, depth, pages) in self.fragment_links.items():
-            page, hops = target, 0
-            while (hops < self.max_redirect and page in self.records
-                   and self.records.field(page, "redirect")):
-                page, hops = self.records.field(page, "redirect"), hops + 1
+            page = target
+            for _ in range(self.max_redirect):  # where the redirects from target lead
+                redirect = self.records.field(page, "redirect") if page in self.records else None
+                if not redirect:
+                    break
+                page = redirect
             anchors = self.anchors.get(page)
             name = urllib.parse.unquote(fragment, errors="replace")
             if anchors is None or name in anchors or name.lower() == "top":
