@@ -3690,7 +3690,9 @@ def find_links(text, url, media_type="text/html", found=None):
         raws, base = found.links, document_base(found, url)
     links, invalid = {}, []
     resolve = LinkResolver(base).resolve
-    for raw, via in raws:
+    # A page repeats its links (on the Apache manual, half of them):
+    # each (raw, via) is resolved once (measured: a tenth less time here).
+    for raw, via in dict.fromkeys(raws):
         link = resolve(raw)
         if type(link) is str:
             if link not in links:
@@ -6099,9 +6101,8 @@ _PLAIN_A_HREF = r"""<[aA]%(before)s[\t\n\f\r ]+(?i:href)[\t\n\f\r ]*=[\t\n\f\r ]
     "before": _plain_attributes_but("href", "rel"), "after": _plain_attributes_but("rel")}
 _A_HREF_VIA = dict(RESOURCE_ATTRIBUTES["a"])["href"]
 
-_SKIP = re.compile(r"""(?:
-      [^<]+                                         # text
-    | </[a-zA-Z][^\t\n\f\r />]*>                    # an end tag, plain shape
+_SKIP = re.compile(r"""(?:[^<]*(?:                 # text, then one of:
+      </[a-zA-Z][^\t\n\f\r />]*>                    # an end tag, plain shape
     | <(?!%(scan)s)(?:                              # a start tag not to scan:
           [a-zA-Z][-a-zA-Z0-9_:.]*%(plain)s[\t\n\f\r ]*/?>    # plain shape
         | [a-zA-Z][^>"']*>                                    # no quotes
@@ -6114,7 +6115,7 @@ _SKIP = re.compile(r"""(?:
     | </(?![a-zA-Z>])(?=.)[^>]*>                    # a bogus comment
     | <(?![a-zA-Z/!?])                              # a "<" that starts nothing
     | %(nothing)s                                   # a tag to scan that names nothing
-    ){0,10000}
+    )){0,10000}[^<]*
     (?:%(a_href)s                                   # <a href>, plain shape: its value
     | <(?P<tag>%(scan)s)(?P<attributes>%(plain)s)[\t\n\f\r ]*/?>)?  # a tag to scan, plain
     """ % {"scan": _SCAN_TAG_NAME, "plain": _PLAIN_ATTRIBUTES, "name": _TAG_NAME,
