@@ -73,6 +73,7 @@ import sys
 import threading
 import time
 import urllib.parse
+import weakref
 
 
 # Skip on first reading: start-up time.
@@ -3166,8 +3167,9 @@ class Client:
         self._active = set()  # Streams carrying a request right now
         self._ssl_context = None
         self._system_cas_loaded = False
-        # origin -> the TLS socket whose session new connections resume, that
-        # session once taken, or False (declined): see _tls_session
+        # origin -> a weak reference to the TLS socket whose session new
+        # connections resume, that session once taken, or False (declined):
+        # see _tls_session
         self._tls_sessions = {}
         self.connections_opened = 0
         if not self.verify:
@@ -3296,11 +3298,13 @@ class Client:
         again); S5 (50 connections) 6.30 -> 6.22 G instructions, 1.3%.
         That copy is why the first connection's TLS socket stands in for
         its session until a second connection needs it: an origin that gets
-        one connection does not pay for it. False: the origin declined a
-        session, offer none again."""
+        one connection does not pay for it. A weak reference, so that the
+        socket is not kept (3 KB) once the connection is gone. False: the
+        origin declined a session, offer none again."""
         saved = self._tls_sessions.get(origin)
-        if isinstance(saved, ssl.SSLSocket):
-            saved = self._tls_sessions[origin] = saved.session  # None once it is closed
+        if isinstance(saved, weakref.ref):
+            tls = saved()
+            saved = self._tls_sessions[origin] = tls.session if tls is not None else None
         return saved or None
 
     def _send_and_read(self, stream, origin, request, how, url, reused, started):
@@ -3316,7 +3320,7 @@ class Client:
                 if not reused and origin[0] == "https" and self._tls_sessions.get(origin) is None:
                     # After a first response: a TLS 1.3 server sends its
                     # session tickets after the handshake, so they are here.
-                    self._tls_sessions[origin] = stream.sock
+                    self._tls_sessions[origin] = weakref.ref(stream.sock)
             except (ConnectionResetError, BrokenPipeError, IncompleteReadError) as error:
                 nothing_received = stream.bytes_received == received_before
                 retry = reused and nothing_received and method in IDEMPOTENT_METHODS

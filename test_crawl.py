@@ -40,6 +40,7 @@ import types
 import unittest
 import urllib.parse
 import warnings
+import weakref
 import zlib
 from unittest import mock
 
@@ -5705,6 +5706,17 @@ class HTTPTLSTest(HTTPLayerTestCase):
         offered = [call.args[4] is not None for call in start_tls.call_args_list]
         self.assertEqual(offered, [False, True, False])
         self.assertEqual(site.connections, 3)
+
+    def test_a_closed_connection_is_not_kept_for_its_tls_session(self):
+        site = self.site({"/": html_page()}, tls=True)
+        client = self.client(cafile=CERT_FILE)
+        self.get(client, site.url("/"))
+        stream = client.pool.get(("https", "127.0.0.1", site.port))
+        tls = weakref.ref(stream.sock)
+        stream.close()
+        del stream
+        gc.collect()
+        self.assertIsNone(tls())
 
     def test_default_client_rejects_the_test_certificate(self):
         site = self.site({"/": html_page()}, tls=True)
