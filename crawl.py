@@ -6136,13 +6136,23 @@ _NOTHING_TO_SCAN = r"""<(?:
     "plain": _PLAIN_ATTRIBUTES, "no_name": _plain_attributes_but("name"),
     "no_src": _plain_attributes_but("src")}
 
-# The commonest link of all, <a href> of the plain shape with no rel (which
-# may say nofollow) and a value with no character reference or NUL: _SKIP
-# captures its raw value (quotes and all), and no Python reads the tag.
-_PLAIN_A_HREF = r"""<[aA]%(before)s[\t\n\f\r ]+(?i:href)[\t\n\f\r ]*=[\t\n\f\r ]*
-    (?P<href>"[^"&\x00]*"|'[^'&\x00]*'|[^\t\n\f\r "'=<>`&\x00]+)%(after)s[\t\n\f\r ]*/?>""" % {
-    "before": _plain_attributes_but("href", "rel"), "after": _plain_attributes_but("rel")}
-_A_HREF_VIA = dict(RESOURCE_ATTRIBUTES["a"])["href"]
+# The commonest links of all, <a href> and <img src> of the plain shape,
+# with no attribute that changes what they mean (rel may say nofollow;
+# srcset adds links) and a value with no character reference or NUL:
+# _SKIP captures the raw value (quotes and all), named as the attribute,
+# and no Python reads the tag.
+def _plain_link_tag(tag, attribute, unless):
+    return r"""<%(tag)s%(before)s[\t\n\f\r ]+(?i:%(attribute)s)[\t\n\f\r ]*=[\t\n\f\r ]*
+        (?P<%(attribute)s>"[^"&\x00]*"|'[^'&\x00]*'|[^\t\n\f\r "'=<>`&\x00]+)%(after)s[\t\n\f\r ]*/?>""" % {
+        "tag": "[%s%s](?i:%s)" % (tag[0], tag[0].upper(), tag[1:]) if tag[1:] else "[%s%s]" % (tag[0], tag[0].upper()),
+        "attribute": attribute, "before": _plain_attributes_but(attribute, unless),
+        "after": _plain_attributes_but(unless)}
+
+
+_PLAIN_LINK_TAGS = "|".join((_plain_link_tag("a", "href", unless="rel"),
+                             _plain_link_tag("img", "src", unless="srcset")))
+_FAST_LINK_VIA = {"href": dict(RESOURCE_ATTRIBUTES["a"])["href"],
+                  "src": dict(RESOURCE_ATTRIBUTES["img"])["src"]}
 
 _SKIP = re.compile(r"""(?:[^<]*(?:                 # text, then one of:
       </[a-zA-Z][^\t\n\f\r />]*>                    # an end tag, plain shape
@@ -6159,11 +6169,11 @@ _SKIP = re.compile(r"""(?:[^<]*(?:                 # text, then one of:
     | <(?![a-zA-Z/!?])                              # a "<" that starts nothing
     | %(nothing)s                                   # a tag to scan that names nothing
     )){0,10000}[^<]*
-    (?:%(a_href)s                                   # <a href>, plain shape: its value
+    (?:%(link_tags)s                                # <a href>, <img src>: the value
     | <(?P<tag>%(scan)s)(?P<attributes>%(plain)s)[\t\n\f\r ]*/?>)?  # a tag to scan, plain
     """ % {"scan": _SCAN_TAG_NAME, "plain": _PLAIN_ATTRIBUTES, "name": _TAG_NAME,
            "rest1": _tag_rest(1), "rest2": _tag_rest(2), "nothing": _NOTHING_TO_SCAN,
-           "a_href": _PLAIN_A_HREF}, re.S | re.X | re.A)
+           "link_tags": _PLAIN_LINK_TAGS}, re.S | re.X | re.A)
 
 
 def _first_plain_attribute(attrs, name):
@@ -6200,13 +6210,14 @@ def scan_links(text):
     links = found.links
     while position < end:
         match = skip(text, position)
-        href, tag = match.group("href", "tag")
-        if href is not None:  # a plain <a href>
+        stop = match.lastgroup  # the name of the capture that ends the match, if any
+        if stop == "href" or stop == "src":  # a plain <a href> or <img src>
             position = match.end()
-            links.append((href[1:-1] if href[0] in "\"'" else href, _A_HREF_VIA))
-        elif tag is not None:  # a plain tag to scan: its attributes are simple
+            value = match.group(stop)
+            links.append((value[1:-1] if value[0] in "\"'" else value, _FAST_LINK_VIA[stop]))
+        elif stop == "attributes":  # a plain tag to scan: its attributes are simple
             position = match.end()
-            tag = tag.lower()
+            tag = match.group("tag").lower()
             attrs = _PLAIN_ATTRIBUTE.findall(match.group("attributes"))
             link_from_tag(found, tag, attrs, _first_plain_attribute)
             if tag in _TEXT_ONLY:

@@ -10486,6 +10486,16 @@ class ScanLinksStandardTest(unittest.TestCase):
         ])
         self.assertEqual(crawl.scan_links("<a href=/x><img src=/i>").links,
                          [("/x", "link"), ("/i", "img src")])
+        # <img src> likewise, unless a srcset adds links
+        self.assertLinks([
+            ('<img alt="" src="/i1"><IMG SRC=/i2 /><img\nsrc=\'/i3\' width=1>', ["/i1", "/i2", "/i3"]),
+            ('<img src="/i4&amp;x"><img src=/i5 srcset="/i6 2x"><img srcset="/i7 1x" src=/i8>',
+             ["/i4&x", "/i5", "/i6", "/i8", "/i7"]),
+            ('<img src="/i9" src="/t"><imgx src=/t><img data-src=/t src=/i10><image src=/i11>',
+             ["/i9", "/i10", "/i11"]),
+        ])
+        self.assertEqual(crawl.scan_links('<img alt="" src="/i"><img src=/j srcset="/k 2x">').links,
+                         [("/i", "img src"), ("/j", "img src"), ("/k", "img srcset")])
         found = crawl.scan_links("<meta charset=utf-8><meta Name=robots content=none><a href=/x>")
         self.assertTrue(found.nofollow)
 
