@@ -73,7 +73,6 @@ import sys
 import threading
 import time
 import urllib.parse
-import weakref
 
 
 # Skip on first reading: start-up time.
@@ -1378,12 +1377,10 @@ def getaddrinfo(host, port):
 
 
 # Skip on first reading: the TLS handshake on a non-blocking socket.
-def start_tls(sock, context, server_hostname, timeout=None, session=None):
+def start_tls(sock, context, server_hostname, timeout=None):
     """Wrap a connected socket in TLS and complete the handshake without
     blocking; return the ssl.SSLSocket. The certificate is verified and SNI
     sent as the context says (ssl.create_default_context() does both).
-    session: an ssl.SSLSession of an earlier connection (same context and
-    server) to resume; a server that declines it gets a full handshake.
     Raises ssl.SSLError (ssl.SSLCertVerificationError for a certificate that
     does not verify), TimeoutError after timeout seconds. On error the socket
     is closed."""
@@ -1392,13 +1389,14 @@ def start_tls(sock, context, server_hostname, timeout=None, session=None):
     # and its body apart), but on a 1,500-page HTTPS crawl it ran 2.5% more
     # instructions (copies through the BIOs, Python code on every read),
     # and saved no measurable CPU. TLS costs here are handshakes (5.5 M
-    # instructions each; a resumed one 3.7 M: see Client._tls_session),
-    # decrypting (55 k per 8 KB response) and loading the system CA store
-    # (235 M, once; with a cafile only if needed: see
-    # Client._trust_system_cas).
+    # instructions each), decrypting (55 k per 8 KB response) and loading
+    # the system CA store (235 M, once; with a cafile only if needed: see
+    # Client._trust_system_cas). Resuming one connection's TLS session on
+    # the next ones saved 1.3% on a 50-connection crawl, but it reuses one
+    # TLS 1.3 ticket, which RFC 8446 (appendix C.4) says clients should
+    # not do: not done.
     name = server_hostname and _ascii_name(server_hostname)
-    tls = context.wrap_socket(sock, server_hostname=name, do_handshake_on_connect=False,
-                              session=session)
+    tls = context.wrap_socket(sock, server_hostname=name, do_handshake_on_connect=False)
     try:
         while True:
             try:
@@ -1415,10 +1413,10 @@ def start_tls(sock, context, server_hostname, timeout=None, session=None):
 
 
 def open_connection(host, port, *, ssl_context=None, server_hostname=None,
-                    connect_timeout=None, read_timeout=None, ssl_session=None):
+                    connect_timeout=None, read_timeout=None):
     """Connect to host:port (resolving the name off the loop, trying each
     address in turn, IPv6 and IPv4), optionally start TLS (server_hostname
-    defaults to host; ssl_session: see start_tls), and return a Stream.
+    defaults to host), and return a Stream.
 
     Times in seconds: connect_timeout bounds each connection attempt and the
     TLS handshake; read_timeout becomes the stream's idle read timeout.
@@ -1444,7 +1442,7 @@ def open_connection(host, port, *, ssl_context=None, server_hostname=None,
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if ssl_context is not None:
             sock = yield from start_tls(sock, ssl_context, server_hostname or host,
-                                        connect_timeout, ssl_session)
+                                        connect_timeout)
     except BaseException:
         sock.close()
         raise
@@ -3173,10 +3171,6 @@ class Client:
         self._active = set()  # Streams carrying a request right now
         self._ssl_context = None
         self._system_cas_loaded = False
-        # origin -> a weak reference to the TLS socket whose session new
-        # connections resume, that session once taken, or False (declined):
-        # see _tls_session
-        self._tls_sessions = {}
         self.connections_opened = 0
         if not self.verify:
             logger.warning("TLS certificate verification is DISABLED: any server can "
@@ -3271,12 +3265,10 @@ class Client:
         if self.timeout is not None and read_timeout is not None and read_timeout >= self.timeout:
             read_timeout = None
         for last_try in (False, True):
-            session = self._tls_session(origin) if context is not None else None
             try:
                 stream = yield from open_connection(host, port, ssl_context=context,
                                                     connect_timeout=self.connect_timeout,
-                                                    read_timeout=read_timeout,
-                                                    ssl_session=session)
+                                                    read_timeout=read_timeout)
                 break
             except OSError as error:  # ssl.SSLError is one (ssl is looked at for https only)
                 # No yield between the failed handshake and this check: "the
@@ -3285,33 +3277,10 @@ class Client:
                     raise
                 logger.debug("%s://%s: the --cafile CAs alone do not verify its certificate; "
                              "added the system's CA store", scheme, host_field(scheme, host, port))
-        if session is not None and not stream.sock.session_reused:
-            self._tls_sessions[origin] = False  # declined: offer this origin none again
         self.connections_opened += 1
         logger.debug("connected to %s://%s (%d connections so far)", scheme,
                      host_field(scheme, host, port), self.connections_opened)
         return stream
-
-    # Skip on first reading: TLS session resumption.
-    def _tls_session(self, origin):
-        """The ssl.SSLSession a new connection to origin offers to resume,
-        or None. A resumed handshake skips the certificate chain (parsed and
-        verified when the session was made, on this client's context).
-
-        Measured, callgrind: a full handshake 5.5 M instructions, a resumed
-        one 2.2 M plus 1.5 M to hand ssl the session (it copies a session
-        out and back in through its DER form, parsing the certificate
-        again); S5 (50 connections) 6.30 -> 6.22 G instructions, 1.3%.
-        That copy is why the first connection's TLS socket stands in for
-        its session until a second connection needs it: an origin that gets
-        one connection does not pay for it. A weak reference, so that the
-        socket is not kept (3 KB) once the connection is gone. False: the
-        origin declined a session, offer none again."""
-        saved = self._tls_sessions.get(origin)
-        if isinstance(saved, weakref.ref):
-            tls = saved()
-            saved = self._tls_sessions[origin] = tls.session if tls is not None else None
-        return saved or None
 
     def _send_and_read(self, stream, origin, request, how, url, reused, started):
         method, read_body, max_size = how
@@ -3323,10 +3292,6 @@ class Client:
                 yield from stream.write(request)
                 response, reusable = yield from read_response(stream, method, url,
                                                               max_size, read_body)
-                if not reused and origin[0] == "https" and self._tls_sessions.get(origin) is None:
-                    # After a first response: a TLS 1.3 server sends its
-                    # session tickets after the handshake, so they are here.
-                    self._tls_sessions[origin] = weakref.ref(stream.sock)
             except (ConnectionResetError, BrokenPipeError, IncompleteReadError) as error:
                 nothing_received = stream.bytes_received == received_before
                 retry = reused and nothing_received and method in IDEMPOTENT_METHODS

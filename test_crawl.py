@@ -40,7 +40,6 @@ import types
 import unittest
 import urllib.parse
 import warnings
-import weakref
 import zlib
 from unittest import mock
 
@@ -5679,58 +5678,6 @@ class HTTPTLSTest(HTTPLayerTestCase):
         error = self.get_error(TimeoutError, client, server.url("/"), run_timeout=50)
         self.assertIn(server.url("/"), str(error))
         self.assertAlmostEqual(self.loop.time() - started, 30.0, places=9)
-
-    # A new connection to an origin resumes the TLS session of the first
-    # one (no certificate to parse and verify again); one that is declined
-    # is not offered again.
-    def three_rounds(self, on_request=lambda handler: None):
-        """A TLS site and a client that fetches /1 once, then /2 twice at
-        once, then /3 three times at once. Page /n answers only when its n
-        requests are all in, so each round reuses every idle connection and
-        opens one more (a fast server would otherwise let one connection
-        carry them all)."""
-        barriers = {f"/{n}": threading.Barrier(n) for n in (1, 2, 3)}
-
-        def answer_round(handler):
-            on_request(handler)
-            barriers[handler.path].wait(10)
-            return html_page()
-        site = self.site({path: answer_round for path in barriers}, tls=True)
-        client = self.client(cafile=CERT_FILE)
-
-        def go():
-            for n in (1, 2, 3):
-                yield from crawl.gather(*(client.fetch(site.url(f"/{n}")) for _ in range(n)))
-        return site, client, go()
-
-    def test_a_new_connection_resumes_the_first_connections_tls_session(self):
-        resumed = {}  # connection number -> did the server resume a session
-
-        def note_resumption(handler):
-            resumed[handler.connection_number] = handler.connection.session_reused
-        _, _, rounds = self.three_rounds(note_resumption)
-        self.run_co(rounds)
-        self.assertEqual(resumed, {1: False, 2: True, 3: True})
-
-    def test_a_declined_tls_session_is_not_offered_again(self):
-        site, client, rounds = self.three_rounds()
-        site.server.socket.context.num_tickets = 0  # TLS 1.3 sessions are then not resumable
-        with mock.patch.object(crawl, "start_tls", wraps=crawl.start_tls) as start_tls:
-            self.run_co(rounds)
-        offered = [call.args[4] is not None for call in start_tls.call_args_list]
-        self.assertEqual(offered, [False, True, False])
-        self.assertEqual(site.connections, 3)
-
-    def test_a_closed_connection_is_not_kept_for_its_tls_session(self):
-        site = self.site({"/": html_page()}, tls=True)
-        client = self.client(cafile=CERT_FILE)
-        self.get(client, site.url("/"))
-        stream = client.pool.get(("https", "127.0.0.1", site.port))
-        tls = weakref.ref(stream.sock)
-        stream.close()
-        del stream
-        gc.collect()
-        self.assertIsNone(tls())
 
     def test_default_client_rejects_the_test_certificate(self):
         site = self.site({"/": html_page()}, tls=True)
