@@ -3680,13 +3680,20 @@ def document_base(found, url):
         return url
 
 
+def invalid_link_url(raw):
+    """The URL of the record of a link that cannot be valid: as written,
+    without the whitespace that the HTML standard strips from a URL."""
+    return raw.strip(LINK_WHITESPACE)
+
+
 def find_links(text, url, media_type="text/html", found=None):
     """Find the links in the text (str) of the HTML page or stylesheet
     (media_type CSS_TYPE) at url and return (links, invalid): links is a
     dict {normalized URL: via} of the distinct links in document order
     (via as RESOURCE_ATTRIBUTES names them, the first way wins), resolved
     against the first <base href> if any; invalid is a list of (raw link,
-    reason, via) for links that cannot be valid URLs. A page with <meta
+    reason, via) for the distinct links that cannot be valid URLs (one
+    invalid_link_url() each, the first way wins). A page with <meta
     name=robots content=nofollow> (or none) has no links. found: what
     scan_links() found in the text, when the caller has it already."""
     if media_type == CSS_TYPE:
@@ -3696,7 +3703,7 @@ def find_links(text, url, media_type="text/html", found=None):
         if found.nofollow:
             return {}, []
         raws, base = found.links, document_base(found, url)
-    links, invalid = {}, []
+    links, invalid = {}, {}
     resolve = LinkResolver(base).resolve
     # A page repeats its links (on the Apache manual, half of them):
     # each (raw, via) is resolved once (measured: a tenth less time here).
@@ -3706,8 +3713,8 @@ def find_links(text, url, media_type="text/html", found=None):
             if link not in links:
                 links[link] = via
         elif link is not None:
-            invalid.append((raw, str(link), via))
-    return links, invalid
+            invalid.setdefault(invalid_link_url(raw), (raw, str(link), via))
+    return links, list(invalid.values())
 
 
 def extract_links(text, url):
@@ -5375,7 +5382,7 @@ class Crawler:
         """A link on a crawled page that cannot be a valid URL gets its own
         failed record (a broken link is what a link checker is for), unless
         it names another host: those are out of scope, valid or not."""
-        url = raw.strip(LINK_WHITESPACE)
+        url = invalid_link_url(raw)
         host = link_host(url)
         if host is not None and not self._host_in_scope(host):
             return
@@ -5984,7 +5991,8 @@ def _run_crawl(crawler, args, writer):
 # are stepped over by one regular expression, _SKIP, in C. It stops only at
 # a start tag of RESOURCE_ATTRIBUTES or _TEXT_ONLY (or base, meta,
 # frameset) that may name something, or at a construct left open at the
-# end of the input; at a plain <a href> it stops with the value in hand.
+# end of the input; at a plain <a href> or <img src> it stops with the
+# value in hand.
 # What the standard says, construct by construct:
 #   - a start or end tag is "<" + name + attributes up to the first ">"
 #     outside a quoted attribute value (_TAG_REST); one never closed
@@ -6101,24 +6109,30 @@ _NOTHING_TO_SCAN = r"""<(?:
     "plain": _PLAIN_ATTRIBUTES, "no_name": _plain_attributes_but("name"),
     "no_src": _plain_attributes_but("src")}
 
-# The commonest links of all, <a href> and <img src> of the plain shape,
-# with no attribute that changes what they mean (rel may say nofollow;
-# srcset adds links) and a value with no character reference or NUL:
-# _SKIP captures the raw value (quotes and all), named as the attribute,
-# and no Python reads the tag.
+# The commonest links of all: (tag, attribute, an attribute that changes
+# what the link means: rel may say nofollow, srcset adds links).
+_FAST_LINKS = (("a", "href", "rel"), ("img", "src", "srcset"))
+
+
 def _plain_link_tag(tag, attribute, unless):
+    """The pattern of a <tag> of the plain shape with no attribute unless,
+    whose first attribute called attribute has a value with no character
+    reference or NUL: _SKIP captures that raw value (quotes and all) as the
+    group "tag_attribute", and no Python reads the tag."""
     return r"""<%(tag)s%(before)s[\t\n\f\r ]+(?i:%(attribute)s)[\t\n\f\r ]*=[\t\n\f\r ]*
-        (?P<%(attribute)s>"[^"&\x00]*"|'[^'&\x00]*'|[^\t\n\f\r "'=<>`&\x00]+)%(after)s[\t\n\f\r ]*/?>""" % {
-        "tag": "[%s%s](?i:%s)" % (tag[0], tag[0].upper(), tag[1:]) if tag[1:] else "[%s%s]" % (tag[0], tag[0].upper()),
-        "attribute": attribute, "before": _plain_attributes_but(attribute, unless),
-        "after": _plain_attributes_but(unless)}
+        (?P<%(group)s>"[^"&\x00]*"|'[^'&\x00]*'|[^\t\n\f\r "'=<>`&\x00]+)
+        %(after)s[\t\n\f\r ]*/?>""" % {
+        "tag": _names_pattern([tag]), "attribute": attribute, "group": f"{tag}_{attribute}",
+        "before": _plain_attributes_but(attribute, unless), "after": _plain_attributes_but(unless)}
 
 
-_PLAIN_LINK_TAGS = "|".join((_plain_link_tag("a", "href", unless="rel"),
-                             _plain_link_tag("img", "src", unless="srcset")))
-_FAST_LINK_VIA = {"href": dict(RESOURCE_ATTRIBUTES["a"])["href"],
-                  "src": dict(RESOURCE_ATTRIBUTES["img"])["src"]}
+_PLAIN_LINK_TAGS = "|".join(_plain_link_tag(*fast) for fast in _FAST_LINKS)
+_FAST_LINK_VIA = {f"{tag}_{attribute}": dict(RESOURCE_ATTRIBUTES[tag])[attribute]
+                  for tag, attribute, _ in _FAST_LINKS}
 
+# All the named groups of _SKIP are in its last, optional part, so that
+# match.lastgroup says which of them, if any, ended the match (groups 1
+# and 2, in the repeated part, have no name).
 _SKIP = re.compile(r"""(?:[^<]*(?:                 # text, then one of:
       </[a-zA-Z][^\t\n\f\r />]*>                    # an end tag, plain shape
     | <(?!%(scan)s)(?:                              # a start tag not to scan:
@@ -6134,7 +6148,7 @@ _SKIP = re.compile(r"""(?:[^<]*(?:                 # text, then one of:
     | <(?![a-zA-Z/!?])                              # a "<" that starts nothing
     | %(nothing)s                                   # a tag to scan that names nothing
     )){0,10000}[^<]*
-    (?:%(link_tags)s                                # <a href>, <img src>: the value
+    (?:%(link_tags)s                                # <a href>, <img src>, plain: the value
     | <(?P<tag>%(scan)s)(?P<attributes>%(plain)s)[\t\n\f\r ]*/?>)?  # a tag to scan, plain
     """ % {"scan": _SCAN_TAG_NAME, "plain": _PLAIN_ATTRIBUTES, "name": _TAG_NAME,
            "rest1": _tag_rest(1), "rest2": _tag_rest(2), "nothing": _NOTHING_TO_SCAN,
@@ -6175,11 +6189,12 @@ def scan_links(text):
     links = found.links
     while position < end:
         match = skip(text, position)
-        stop = match.lastgroup  # the name of the capture that ends the match, if any
-        if stop == "href" or stop == "src":  # a plain <a href> or <img src>
+        stop = match.lastgroup  # which named group ended the match, if any
+        via = _FAST_LINK_VIA.get(stop)
+        if via is not None:  # a plain <a href> or <img src>
             position = match.end()
             value = match.group(stop)
-            links.append((value[1:-1] if value[0] in "\"'" else value, _FAST_LINK_VIA[stop]))
+            links.append((value[1:-1] if value[0] in "\"'" else value, via))
         elif stop == "attributes":  # a plain tag to scan: its attributes are simple
             position = match.end()
             tag = match.group("tag").lower()

@@ -6307,6 +6307,14 @@ class URLExtractLinksTest(unittest.TestCase):
             ("/t.vtt", "track src"), ("/a.ogg", "audio src"), ("/e.swf", "embed src"),
             ("/o.pdf", "object data"), ("/button.png", "input src"), ("/page", "link")])
 
+    def test_an_invalid_link_is_listed_once_a_page(self):
+        # As valid links are: by the URL its record gets, the first way wins.
+        _, invalid = crawl.find_links('<img src="http://h.test:x/"><a href="http://h.test:x/">'
+                                      '<a href=" http://h.test:x/\n"><a href="http://h.test:y/">',
+                                      "http://h.test/")
+        self.assertEqual([(raw, via) for raw, _, via in invalid],
+                         [("http://h.test:x/", "img src"), ("http://h.test:y/", "link")])
+
     def test_the_first_way_a_url_is_found_wins(self):
         links, _ = crawl.find_links('<img src="/x"><a href="/x"><a href="/y"><img src="/y">',
                                     "http://h.test/")
@@ -9251,6 +9259,13 @@ class CrawlerReferrersTest(CrawlerTestCase):
         self.assertEqual((bad.error_kind, bad.linked_from, bad.referrers), ("invalid_url", 3, [
             "http://example.test/", "http://example.test/a", "http://example.test/b"]))
 
+    def test_a_page_counts_once_for_an_invalid_link_it_repeats(self):
+        bad = "http://example.test:99999/"
+        site = {"http://example.test/": html_page(bad, bad, "/a", extra=f'<img src="{bad}"><a href=" {bad}">'),
+                "http://example.test/a": html_page(bad)}
+        _, records = self.crawl_site("http://example.test/", client=FakeClient(site))
+        self.assertEqual((records[bad].linked_from, records[bad].via), (2, "img src"))  # extra comes first
+
 
 # ---------------------------------------------------------------------------
 # 10. The report and the command line
@@ -10389,6 +10404,8 @@ class ScanLinksStandardTest(unittest.TestCase):
             (crawl.scan_links, "<script>", "<!--<script>"), (crawl.scan_links, "", "&#1"),
             (crawl.scan_links, "<meta", " x=y"), (crawl.scan_links, "<a class=x", " x=y"),
             (crawl.scan_links, "<script type=a", " x=y"), (crawl.scan_links, "<title x=y", " x"),
+            (crawl.scan_links, "<img", " x=y"), (crawl.scan_links, "<img src=x", " x=y"),
+            (crawl.scan_links, "", "<img src=x "),
             (crawl.srcset_urls, "a ", "("), (crawl.srcset_urls, "", "a,"),
             (crawl.css_links, "", "url("), (crawl.css_links, "", "url(\\"),
             (crawl.css_links, "url(", "\\aaaaaa"), (crawl.css_links, "", "\\75"),
