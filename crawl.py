@@ -4083,11 +4083,17 @@ class RecordStore(collections.abc.Mapping):
         self._texts_at = [i for i, name in enumerate(self._names) if name in self.TEXTS]
         self._plain_types = tuple(type(marker) for marker in self._markers)
         self._marker_set = set(self._markers)
-        self._field = {}  # name -> (its struct, its offset in a row, its marker)
+        # name -> (its struct, its offset in a row, its marker, whether it is a
+        # text): all _put and _get need, in one look-up (measured, callgrind:
+        # a page's rows, 3 added, 1 read and 1 finished, 91,000 instructions
+        # when they scanned TEXTS and SPARSE for the name, 76,000 so).
+        self._field = {}
         offset = 0
         for (name, code), marker in zip(self.PACKED, self._markers):
-            self._field[name] = (struct.Struct("<" + code), offset, marker)
-            offset += self._field[name][0].size
+            field = struct.Struct("<" + code)
+            self._field[name] = (field, offset, marker, name in self.TEXTS)
+            offset += field.size
+        self._blank_row = self._format.pack(*self._markers)  # a row of markers: all null
         self._odd = {name: {} for name, _ in self.PACKED}  # name -> {row: value}
         self._sparse = {name: {} for name in self.SPARSE}  # name -> {row: value}
         self._strings = [None]  # the distinct strings of the text fields (0: null)
@@ -4134,7 +4140,7 @@ class RecordStore(collections.abc.Mapping):
         self._done.append(0)
         self._links_in.append(links_in)
         self._referrer.append(referrer)
-        self._packed.extend(self._format.pack(*self._markers))
+        self._packed += self._blank_row
         self._put(row, "depth", depth)
         self._put(row, "via", via)
         return row
@@ -4178,8 +4184,8 @@ class RecordStore(collections.abc.Mapping):
         if not plain:  # nulls, odd values, new strings: field by field
             for name in self._names:
                 self._put(row, name, getattr(record, name))
-        for name in self.SPARSE:
-            self._put(row, name, getattr(record, name))
+        for name, values in self._sparse.items():
+            self._put_sparse(values, row, getattr(record, name))
         self._done[row] = 1
         self._finished.append(record.url)
 
@@ -4216,27 +4222,33 @@ class RecordStore(collections.abc.Mapping):
             self._odd[name][row] = value
 
     def _put(self, row, name, value):
-        if name in self._sparse:
-            if value is None:
-                self._sparse[name].pop(row, None)
-            else:
-                self._sparse[name][row] = value
+        sparse = self._sparse.get(name)
+        if sparse is not None:
+            self._put_sparse(sparse, row, value)
             return
-        field, offset, marker = self._field[name]
-        packed = self._index(value) if name in self.TEXTS else value
+        field, offset, marker, is_text = self._field[name]
+        packed = self._index(value) if is_text else value
         if not _fits(packed, marker):
             packed = marker
             self._keep_odd(row, name, value)
         field.pack_into(self._packed, row * self._format.size + offset, packed)
 
+    @staticmethod
+    def _put_sparse(values, row, value):
+        if value is None:
+            values.pop(row, None)
+        else:
+            values[row] = value
+
     def _get(self, row, name):
-        if name in self._sparse:
-            return self._sparse[name].get(row)
-        field, offset, marker = self._field[name]
+        sparse = self._sparse.get(name)
+        if sparse is not None:
+            return sparse.get(row)
+        field, offset, marker, is_text = self._field[name]
         value, = field.unpack_from(self._packed, row * self._format.size + offset)
         if value == marker:
             return self._odd[name].get(row)
-        return self._strings[value] if name in self.TEXTS else value
+        return self._strings[value] if is_text else value
 
 
 def _marker(code):
