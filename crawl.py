@@ -4150,13 +4150,10 @@ class RecordStore(collections.abc.Mapping):
         return self._links_in[row]
 
     def count_link(self, row):
-        """One more page links to the URL of row; True if it is still
-        waiting (not finished)."""
+        """One more page links to the URL of row; returns how many do now
+        while it is waiting (not finished), 0 once it has finished."""
         self._links_in[row] += 1
-        return not self._done[row]
-
-    def finished(self, row):
-        return self._done[row] == 1
+        return 0 if self._done[row] else self._links_in[row]
 
     def new_record(self, url):
         """A Record for url, not finished yet, with its depth, referrer and via."""
@@ -4651,8 +4648,12 @@ class Crawler:
         row = self.records.row(url)
         if row is not None:
             if referrer is not None:
-                waiting = self.records.count_link(row)
-                if waiting or row in self._referrers:  # waiting, or failed
+                links_while_waiting = self.records.count_link(row)
+                if links_while_waiting:
+                    self._linking.add(row, referrer)
+                    if links_while_waiting % (2 * MAX_REFERRERS) == 0:  # at most 300 kept
+                        self._trim_linking(row)
+                elif row in self._referrers:  # failed
                     self._note_referrer(url, row, referrer)
             return False
         self.records.add(url, depth, referrer, via, 0 if referrer is None else 1)
@@ -4661,18 +4662,20 @@ class Crawler:
         self.frontier.put_nowait(url)
         return True
 
-    # Skip on first reading: the linking pages of a failed URL, kept in bounds.
+    # Skip on first reading: the linking pages of a URL, kept in bounds. A
+    # failed URL lists the MAX_REFERRERS first in URL order, so that the same
+    # crawl lists the same pages whatever the timing; while a URL waits, its
+    # linking pages are kept as they come (_discover), and sorted and
+    # trimmed now and then, not per link.
+    def _trim_linking(self, row):
+        """Keep only the MAX_REFERRERS first pages linking to the URL of
+        row (waiting) in URL order."""
+        for page in sorted(set(self._linking.take(row)))[:MAX_REFERRERS]:
+            self._linking.add(row, page)
+
     def _note_referrer(self, url, row, referrer):
-        """Keep referrer among the pages linking to url (at row), a URL not
-        finished yet or one that failed: the MAX_REFERRERS first in URL
-        order, so that the same crawl lists the same pages whatever the
-        timing."""
-        if not self.records.finished(row):  # waiting: sort and trim now and then, not per link
-            self._linking.add(row, referrer)
-            if self.records.links_to(row) % (2 * MAX_REFERRERS) == 0:  # at most 300 kept
-                for page in sorted(set(self._linking.take(row)))[:MAX_REFERRERS]:
-                    self._linking.add(row, page)
-            return
+        """Keep referrer among the pages linking to url (at row), a URL
+        that failed."""
         referrers = self._referrers[row]
         self.records.set_field(url, "linked_from", self.records.field(url, "linked_from") + 1)
         if referrer not in referrers and (len(referrers) < MAX_REFERRERS

@@ -7128,6 +7128,14 @@ class RecordStoreTest(unittest.TestCase):
         self.assertEqual({name for name, _ in store.PACKED} | set(store.SPARSE)
                          | {"url", "referrer"}, slots)
 
+    def test_count_link_says_how_many_pages_link_while_the_url_waits(self):
+        store = crawl.RecordStore()
+        row = store.add("http://h.test/a", 1, "http://h.test/", "link", 1)
+        self.assertEqual([store.count_link(row), store.count_link(row)], [2, 3])
+        store.finish(store.new_record("http://h.test/a"))
+        self.assertEqual(store.count_link(row), 0)  # finished: still counted, no longer waiting
+        self.assertEqual((store.links_to(row), store.seen["http://h.test/a"]), (4, 4))
+
     def test_page_lists_reuse_their_cells(self):
         lists = crawl._PageLists()
         for page in ("a", "b", "c"):
