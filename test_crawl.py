@@ -4724,6 +4724,18 @@ class HTTPFieldsTest(HTTPLayerTestCase):
         self.assertEqual(fields.items(), [("Set-Cookie", "a=1"), ("Content-Type", "text/html"),
                                           ("set-cookie", "b=2")])
 
+    def test_the_end_of_fields_pattern_finds_what_the_plain_one_does(self):
+        plain = re.compile(rb"(?:^|\n)\r?\n")  # what _END_OF_FIELDS stands for
+        rng = random.Random(9112)
+        texts = [b"", b"\n", b"\r\n", b"\r\r\n", b"A: 1\r\n\r\nbody\n\n", b"A: 1\n\nB",
+                 b"A: 1\n\r\n", b"A: 1\r\nB: 2\r\n", b"\nA"]
+        texts += [bytes(rng.choice(b"\r\nA:") for _ in range(rng.randrange(12)))
+                  for _ in range(5000)]
+        for text in texts:
+            expected = plain.search(text)
+            found = crawl._END_OF_FIELDS.search(bytearray(text))
+            self.assertEqual(found and found.end(), expected and expected.end(), text)
+
     def test_parse_fields(self):
         fields = crawl.parse_fields(["A: 1\r\n", "  continued\r\n", "\tagain\r\n", "B:2\n",
                                      "C:   spaced \t \r\n", "D:\r\n", "E: x: y\r\n"])
@@ -5824,6 +5836,14 @@ class HTTPRequestTest(HTTPLayerTestCase):
             with self.subTest(url=url):
                 with self.assertRaises(ValueError):
                     crawl.split_url(url)
+        # The authorities parsed are kept (_AUTHORITIES): the same answers
+        # the second time, for either scheme; an invalid one is never kept.
+        for _ in range(2):
+            self.assertEqual(crawl.split_url("http://Cached.TEST/a"), ("http", "cached.test", 80, "/a"))
+            self.assertEqual(crawl.split_url("https://Cached.TEST/b"), ("https", "cached.test", 443, "/b"))
+            with self.assertRaisesRegex(ValueError, "http://cached.test:99999/c"):
+                crawl.split_url("http://cached.test:99999/c")
+        self.assertNotIn("cached.test:99999", crawl._AUTHORITIES)
         self.assertEqual(crawl.host_field("http", "example.test", 80), "example.test")
         self.assertEqual(crawl.host_field("https", "example.test", 443), "example.test")
         self.assertEqual(crawl.host_field("http", "example.test", 443), "example.test:443")
