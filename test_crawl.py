@@ -735,7 +735,7 @@ class _VirtualClockSelector:
         when = loop._next_timer()
         if when is None:
             return self._real.select(None)  # only cancelled timers: as if there were none
-        if len(self._real.get_map()) <= 1 and not loop._threads_busy:
+        if loop.pending_work()[2] == 0 and not loop._threads_busy:
             events = self._real.select(0)  # only the wake-up socket: already woken?
         else:
             events = self._real.select(min(max(0.0, when - loop.time()), loop.io_grace))
@@ -2694,6 +2694,84 @@ class RuntimeEventLoopTest(RuntimeTestCase):
         self.assertEqual(log, ["new"])
         self.assertTrue(self.loop.remove_reader(a))
         self.assertEqual(self.loop.pending_work(), (0, 0, 0))
+
+    def test_a_stream_keeps_its_socket_in_the_selector_between_reads(self):
+        a, b = self.socketpair()
+        stream = crawl.Stream(a)
+        self.loop.call_later(0.01, b.sendall, b"first")
+
+        def coroutine():
+            first = yield from stream.read()  # waits: registered
+            key = self.loop._selector.get_map()[a.fileno()]
+            watched = self.loop.pending_work()[2]
+            self.loop.call_later(0.01, b.sendall, b"second")
+            second = yield from stream.read()  # waits: the same registration again
+            return first, watched, key is self.loop._selector.get_map()[a.fileno()], second
+
+        self.assertEqual(self.run_co(coroutine()), (b"first", 0, True, b"second"))
+        self.assertIn(a.fileno(), self.loop._selector.get_map())  # parked, not watched
+
+    def test_a_parked_socket_that_turns_ready_leaves_the_selector(self):
+        a, b = self.socketpair()
+        stream = crawl.Stream(a)
+        self.loop.call_later(0.01, b.sendall, b"head")
+        self.assertEqual(self.run_co(stream.read()), b"head")
+        self.assertIn(a.fileno(), self.loop._selector.get_map())  # parked
+        b.sendall(b"more")  # nobody reads now
+        run_one_iteration(self.loop)
+        self.assertNotIn(a.fileno(), self.loop._selector.get_map())  # not reported again
+        self.assertEqual(self.run_co(stream.read()), b"more")
+        self.loop.call_later(0.01, b.close)
+        self.assertEqual(self.run_co(stream.read()), b"")  # waited for the end again
+
+    def test_closing_a_stream_forgets_its_parked_socket(self):
+        a, b = self.socketpair()
+        stream = crawl.Stream(a)
+        self.loop.call_later(0.01, b.sendall, b"data")
+        number = a.fileno()
+
+        def coroutine():
+            data = yield from stream.read()
+            parked = number in self.loop._selector.get_map()
+            stream.close()
+            return data, parked
+
+        self.assertEqual(self.run_co(coroutine()), (b"data", True))
+        self.assertNotIn(number, self.loop._selector.get_map())
+
+    def test_a_parked_socket_closed_unforgotten_does_not_hide_a_new_one(self):
+        a, b = self.socketpair()
+        stream = crawl.Stream(a)
+        self.loop.call_later(0.01, b.sendall, b"data")
+        self.assertEqual(self.run_co(stream.read()), b"data")
+        number = a.fileno()
+        self.assertIn(number, self.loop._selector.get_map())  # parked
+        c, d = self.socketpair()
+        # a closed without Stream.close (the loop is not told), and its number
+        # given to another socket: what a leaked connection may come to
+        os.dup2(c.fileno(), number)
+        a.detach()
+        reused = socket.socket(fileno=number)
+        self.addCleanup(reused.close)
+        log = []
+        self.loop.add_reader(reused, log.append, "new socket")
+        d.sendall(b"x")
+        run_one_iteration(self.loop)
+        self.assertEqual(log, ["new socket"])
+        self.assertTrue(self.loop.remove_reader(reused))
+
+    def test_park_reader_of_a_socket_also_written_removes_the_reader(self):
+        a, b = self.socketpair()
+        log = []
+        reader = self.loop.add_reader(a, log.append, "read")
+        self.loop.add_writer(a, log.append, "write")
+        self.assertTrue(self.loop.park_reader(a, reader))
+        b.sendall(b"x")
+        run_one_iteration(self.loop)
+        self.assertEqual(log, ["write"])
+        self.assertFalse(self.loop.remove_reader(a))
+        self.assertTrue(self.loop.remove_writer(a))
+        self.assertNotIn(a.fileno(), self.loop._selector.get_map())
 
     def test_call_soon_threadsafe_wakes_a_blocked_select(self):
         future = crawl.Future(self.loop)
@@ -4738,6 +4816,18 @@ class HTTPFieldsTest(HTTPLayerTestCase):
         self.assertEqual(fields.items(), [("Set-Cookie", "a=1"), ("Content-Type", "text/html"),
                                           ("set-cookie", "b=2")])
 
+    def test_the_end_of_fields_pattern_finds_what_the_plain_one_does(self):
+        plain = re.compile(rb"(?:^|\n)\r?\n")  # what _END_OF_FIELDS stands for
+        rng = random.Random(9112)
+        texts = [b"", b"\n", b"\r\n", b"\r\r\n", b"A: 1\r\n\r\nbody\n\n", b"A: 1\n\nB",
+                 b"A: 1\n\r\n", b"A: 1\r\nB: 2\r\n", b"\nA"]
+        texts += [bytes(rng.choice(b"\r\nA:") for _ in range(rng.randrange(12)))
+                  for _ in range(5000)]
+        for text in texts:
+            expected = plain.search(text)
+            found = crawl._END_OF_FIELDS.search(bytearray(text))
+            self.assertEqual(found and found.end(), expected and expected.end(), text)
+
     def test_parse_fields(self):
         fields = crawl.parse_fields(["A: 1\r\n", "  continued\r\n", "\tagain\r\n", "B:2\n",
                                      "C:   spaced \t \r\n", "D:\r\n", "E: x: y\r\n"])
@@ -5838,6 +5928,14 @@ class HTTPRequestTest(HTTPLayerTestCase):
             with self.subTest(url=url):
                 with self.assertRaises(ValueError):
                     crawl.split_url(url)
+        # The authorities parsed are kept (_AUTHORITIES): the same answers
+        # the second time, for either scheme; an invalid one is never kept.
+        for _ in range(2):
+            self.assertEqual(crawl.split_url("http://Cached.TEST/a"), ("http", "cached.test", 80, "/a"))
+            self.assertEqual(crawl.split_url("https://Cached.TEST/b"), ("https", "cached.test", 443, "/b"))
+            with self.assertRaisesRegex(ValueError, "http://cached.test:99999/c"):
+                crawl.split_url("http://cached.test:99999/c")
+        self.assertNotIn("cached.test:99999", crawl._AUTHORITIES)
         self.assertEqual(crawl.host_field("http", "example.test", 80), "example.test")
         self.assertEqual(crawl.host_field("https", "example.test", 443), "example.test")
         self.assertEqual(crawl.host_field("http", "example.test", 443), "example.test:443")
@@ -7149,6 +7247,14 @@ class RecordStoreTest(unittest.TestCase):
         slots = set(crawl.Record.__slots__)
         self.assertEqual({name for name, _ in store.PACKED} | set(store.SPARSE)
                          | {"url", "referrer"}, slots)
+
+    def test_count_link_says_how_many_pages_link_while_the_url_waits(self):
+        store = crawl.RecordStore()
+        row = store.add("http://h.test/a", 1, "http://h.test/", "link", 1)
+        self.assertEqual([store.count_link(row), store.count_link(row)], [2, 3])
+        store.finish(store.new_record("http://h.test/a"))
+        self.assertEqual(store.count_link(row), 0)  # finished: still counted, no longer waiting
+        self.assertEqual((store.links_to(row), store.seen["http://h.test/a"]), (4, 4))
 
     def test_page_lists_reuse_their_cells(self):
         lists = crawl._PageLists()
