@@ -2739,6 +2739,27 @@ class RuntimeEventLoopTest(RuntimeTestCase):
         self.assertEqual(self.run_co(coroutine()), (b"data", True))
         self.assertNotIn(number, self.loop._selector.get_map())
 
+    def test_a_stream_closed_after_the_loop_stopped_forgets_its_parked_socket(self):
+        # As Client.close() after run_until_complete does: the thread's loop
+        # is told, so that no closed socket stays in its selector.
+        a, b = self.socketpair()
+        stream = crawl.Stream(a)
+        self.loop.call_later(0.01, b.sendall, b"data")
+        number = a.fileno()
+        self.assertEqual(self.run_co(stream.read()), b"data")
+        stream.close()
+        self.assertNotIn(number, self.loop._selector.get_map())
+        self.assertEqual(self.loop._parked, {})
+
+    def test_waiting_on_a_parked_socket_closed_unforgotten_fails(self):
+        a, b = self.socketpair()
+        stream = crawl.Stream(a)
+        self.loop.call_later(0.01, b.sendall, b"data")
+        self.assertEqual(self.run_co(stream.read()), b"data")
+        a.close()  # closed without Stream.close: the loop is not told
+        with self.assertRaises(ValueError):  # as for any closed socket, not a wait
+            self.run_co(crawl.wait_readable(a, timeout=5))
+
     def test_a_parked_socket_closed_unforgotten_does_not_hide_a_new_one(self):
         a, b = self.socketpair()
         stream = crawl.Stream(a)
@@ -5288,6 +5309,19 @@ class HTTPContentEncodingTest(HTTPLayerTestCase):
         self.assertEqual(decoder.finish(), html[:100])
         with self.assertRaises(crawl.ContentDecodingError):
             crawl.ContentDecoder("br", 100)
+
+    def test_a_body_in_small_pieces_takes_about_its_size(self):
+        # A server may send its body in 2-byte chunks: the pieces are not
+        # each kept as an object (which took 20 times the body's size).
+        import tracemalloc
+        decoder = crawl.ContentDecoder(None, 1 << 20)
+        tracemalloc.start()
+        self.addCleanup(tracemalloc.stop)
+        for _ in range(50000):
+            decoder.feed(b"ab")
+        kept, _ = tracemalloc.get_traced_memory()
+        self.assertLess(kept, 400_000)  # the 100,000-byte body, and room to grow
+        self.assertEqual(decoder.finish(), b"ab" * 50000)
 
 
 # Limits --------------------------------------------------------------------------
