@@ -5528,11 +5528,13 @@ class Crawler:
     # Skip on first reading: links that cannot be valid URLs.
     def _invalid_link(self, raw, reason, referrer, depth, via="link"):
         """A link on a crawled page that cannot be a valid URL gets its own
-        failed record (a broken link is what a link checker is for), unless
-        it names another host: those are out of scope, valid or not."""
+        failed record (a broken link is what a link checker is for); one to
+        another host only with --external, which checks off-site links (else
+        it is counted as an off-site link not checked)."""
         url = invalid_link_url(raw)
         host = link_host(url)
-        if host is not None and not self._host_in_scope(host):
+        if host is not None and not self._host_in_scope(host) and not self.external:
+            self.offsite_unchecked.add(url)
             return
         if url in self.seen:
             self._discover(url, 0, depth, referrer)  # one more page links to it

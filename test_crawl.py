@@ -7530,6 +7530,19 @@ class CrawlerSiteTest(CrawlerTestCase):
                                referrer=site.url("/"), tries=0)
         self.assertEqual(crawl.exit_status(crawler), crawl.EXIT_FAILED_URLS)
 
+    def test_invalid_links_to_other_hosts_are_checked_with_external(self):
+        # Not fetched either way; without --external counted as not checked.
+        bad = ("http://[::1/", "http://other.test:x/", "http://bad..host/")
+        site = self.site({"/": html_page("/ok", *bad), "/ok": html_page()})
+        crawler, records = self.crawl_site(site.url())
+        self.assertEqual(set(records), {site.url("/"), site.url("/ok")})
+        self.assertEqual(crawler.offsite_unchecked, set(bad))
+        crawler, records = self.crawl_site(site.url(), external=True)
+        for raw in bad:
+            self.assert_record(records[raw], status=None, error_kind="invalid_url", depth=1,
+                               referrer=site.url("/"), tries=0)
+        self.assertEqual(crawler.offsite_unchecked, set())
+
     def test_links_to_self_and_fragments_only(self):
         site = self.site({"/a/b": html_page(
             "mailto:someone@example.test", "tel:0123456789", "javascript:void(0)", "JavaScript:alert(1)",
