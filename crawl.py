@@ -847,9 +847,6 @@ class Handle:
 _current = threading.local()  # .running_loop, .default_loop for this thread
 
 
-_HANDLE_INDEX = {selectors.EVENT_READ: 0, selectors.EVENT_WRITE: 1}  # in EventLoop._watched
-
-
 def get_running_loop():
     """The loop running in this thread; RuntimeError when none is running."""
     loop = getattr(_current, "running_loop", None)
@@ -885,6 +882,10 @@ class EventLoop:
     (or forget_fd it) before closing it.
     """
 
+    # Where a socket's reader and writer Handles are in its [reader, writer]
+    # pair (in _watched, and the registration's data in the selector).
+    _SLOT = {selectors.EVENT_READ: 0, selectors.EVENT_WRITE: 1}
+
     def __init__(self):
         self._selector = selectors.DefaultSelector()
         self._ready = collections.deque()  # Handles to run next iteration
@@ -901,7 +902,7 @@ class EventLoop:
         # also each registration's data in the selector. The loop's own table:
         # a look-up in the selector's map of an fd not watched (every
         # add_reader) raises and catches two KeyErrors (measured, callgrind:
-        # an add_reader and remove_reader pair, 35,000 instructions so, 24,700
+        # an add_reader and remove_reader pair, 35,000 instructions that way, 24,700
         # with this).
         self._watched = {}
         # fd number -> (socket, its [None, None] data in the selector): sockets
@@ -1062,12 +1063,12 @@ class EventLoop:
         handles = self._watched.get(number)
         if handles is None:
             handles = [None, None]
-            handles[_HANDLE_INDEX[event]] = handle
+            handles[self._SLOT[event]] = handle
             self._selector.register(fd, event, handles)
             self._watched[number] = handles
             return handle
-        old = handles[_HANDLE_INDEX[event]]
-        handles[_HANDLE_INDEX[event]] = handle
+        old = handles[self._SLOT[event]]
+        handles[self._SLOT[event]] = handle
         if old is not None:
             old.cancel()
         else:
@@ -1079,10 +1080,10 @@ class EventLoop:
             return False
         number = self._fd_number(fd)
         handles = self._watched.get(number)
-        removed = handles[_HANDLE_INDEX[event]] if handles is not None else None
+        removed = handles[self._SLOT[event]] if handles is not None else None
         if removed is None or (handle is not None and removed is not handle):
             return False
-        handles[_HANDLE_INDEX[event]] = None
+        handles[self._SLOT[event]] = None
         if handles == [None, None]:
             del self._watched[number]
             self._selector.unregister(fd)
@@ -2755,7 +2756,7 @@ def _plain_fields(text):
 # matched from its last LF, which the regex engine scans for at C speed,
 # and then looked behind for: LF (CR) LF, or (CR) LF at the very start
 # (measured, callgrind: 46,000 instructions a response the plain way, which
-# tries a match at every position; 9,000 so; test_crawl checks they agree).
+# tries a match at every position; 9,000 this way; test_crawl checks they agree).
 _END_OF_FIELDS = re.compile(rb"\n(?:(?<=\n\r\n)|(?<=\n\n)|(?<=\A\r\n)|(?<=\A\n))")
 
 
@@ -2894,7 +2895,7 @@ class ContentDecoder:
         # The body kept so far: the first piece fed (or decoded) as it is,
         # so that a body that came in one piece is not copied (measured,
         # callgrind: an 8 KB page decoded, 15,400 instructions growing a
-        # bytearray and copying it to bytes, 10,200 so); a bytearray from
+        # bytearray and copying it to bytes, 10,200 now); a bytearray from
         # the second piece on (not a list of pieces: a body sent in 2-byte
         # chunks would take 20 times its size).
         self._kept = b""
@@ -4236,7 +4237,7 @@ class RecordStore(collections.abc.Mapping):
         # name -> (its struct, its offset in a row, its marker, whether it is a
         # text): all _put and _get need, in one look-up (measured, callgrind:
         # a page's rows, 3 added, 1 read and 1 finished, 91,000 instructions
-        # when they scanned TEXTS and SPARSE for the name, 76,000 so).
+        # when they scanned TEXTS and SPARSE for the name, 76,000 now).
         self._field = {}
         offset = 0
         for (name, code), marker in zip(self.PACKED, self._markers):
