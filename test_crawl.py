@@ -10616,6 +10616,19 @@ class ScanLinksStandardTest(unittest.TestCase):
         found = crawl.scan_links("<meta charset=utf-8><meta Name=robots content=none><a href=/x>")
         self.assertTrue(found.nofollow)
 
+    def test_tags_a_pattern_could_read_two_ways(self):
+        # Where a regex that backtracks could find a second reading of a
+        # tag (the scanner's possessive repeats and atomic groups, from
+        # 3.11 on, must not change which one is taken): a "/" in an
+        # unquoted value, a quote or "=" that opens no value, ">" in one.
+        self.assertLinks([
+            ("<a x=y/ href=/1><p x=y/><a href=/2/><a href=/3 x=y/>", ["/1", "/2/", "/3"]),
+            ("<img src=/4/><IMG alt='' src=/5 / ><meta name=x/><a href=/6>", ["/4/", "/5", "/6"]),
+            ('<P TITLE="a>b" CLASS=c><a href=/7><p a"b=\'<a href=/t>\'><a href=/8>', ["/7", "/8"]),
+            ('<p ="<a href=/t>"><a href=/9><p="x>"<a href=/10>', ["/9", "/10"]),
+            ('<p\t/ a="1"="x>y" ><a href=/11><td class="x" <a href=/t>', ["/11"]),
+        ])
+
     def test_more_constructs_than_one_skip_takes(self):
         text = "<p>x</p>" * 30000 + "<a href=/last>" + "<!-- c -->" * 30000 + "<a href=/end>"
         self.assertEqual(crawl.scan_links(text).links, [("/last", "link"), ("/end", "link")])
