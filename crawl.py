@@ -6557,15 +6557,16 @@ class LinkResolver:
 
     def resolve(self, raw):
         plain = _PLAIN_LINK.match(raw)
-        if plain is not None:  # the common shape: no cache needed
+        if plain is not None:
             from_root, dots, path, query = plain.groups()
-            if from_root:
-                url = self.origin + "/" + path
-            elif "../" in dots:
-                url = self._up(dots.count("../")) + path
-            else:
-                url = self.directory + path
-            return url + query if query else url
+            if "/." not in path and "//" not in path:  # no dot-segment, no empty one: plain
+                if from_root:
+                    url = self.origin + "/" + path
+                elif "../" in dots:
+                    url = self._up(dots.count("../")) + path
+                else:
+                    url = self.directory + path
+                return url + query if query else url
         key = (self._context(raw), raw)
         cache = self._cache
         result = cache.get(key, cache)
@@ -6583,14 +6584,15 @@ class LinkResolver:
 _ABSOLUTE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
 # A relative link of this shape resolves by concatenation: its origin or
 # directory, then the path and query, without the fragment. Its
-# characters are ones normalization keeps as they are; it has no empty
-# segment and no dot-segment but leading "./" and "../" (which resolution
-# applies to the base's directory).
+# characters are ones normalization keeps as they are; past the leading
+# "./" and "../" (which resolution applies to the base's directory) it
+# has no "/." and no "//" (no dot-segment, no empty segment), which
+# resolve() checks with "in" (measured: a third of the instructions of a
+# pattern that matches segment by segment).
 # Most links on most sites look like this; resolving them here takes a
 # fifth of the time normalize_url() does, and keeps them out of the cache.
-_PLAIN_LINK = re.compile(r"""(/)?((?:\.\.?/)*)
-    ([A-Za-z0-9_~-][A-Za-z0-9._~-]*(?:/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)*/?)
-    (\?[A-Za-z0-9._~=&-]*)?(?:\#.*)?\Z""", re.S | re.X)
+_PLAIN_LINK = re.compile(r"""(/?)((?:\.\.?/)*)([A-Za-z0-9_~-][A-Za-z0-9._~/-]*)
+    (\?[A-Za-z0-9._~=&-]*|)(?:\#.*|)\Z""", re.S | re.X)
 
 
 if __name__ == "__main__":

@@ -10646,7 +10646,7 @@ class LinkResolverTest(unittest.TestCase):
              ".././x", "/../x", "../", "..//x", "../.x", "x//y", "/", ".", "..", "x/../y",
              "x/./y", "?q", "#f", "", " x", "x ", "x\ty", "X%41", "%2e%2E/x", "x:y",
              "//g.test/x", "HTTP://G.test", "-", "a.", "_/_/", "\u00e9", "x?%41", "x?a b",
-             "http://[::1", "mailto:x@h.test")
+             "http://[::1", "mailto:x@h.test", "x/.y", "x/y/.", "x/y//", "x?y#/./z", "../../x.y/z/")
 
     def test_every_link_resolves_as_normalize_url_does(self):
         for base in self.BASES:
@@ -10694,12 +10694,13 @@ class LinkResolverTest(unittest.TestCase):
         resolver = crawl.LinkResolver("http://h.test/a/b/c.html")
         with mock.patch.object(crawl.LinkResolver, "_cache", {}) as cache:
             self.assertEqual(
-                [resolver.resolve(raw) for raw in ("d.html", "../d.html?v=1", "/e/#top")],
+                [resolver.resolve(raw) for raw in ("d.html", "../d.html?v=1", "/e/#top", "../../f/")],
                 ["http://h.test/a/b/d.html", "http://h.test/a/d.html?v=1",
-                 "http://h.test/e/"])
+                 "http://h.test/e/", "http://h.test/f/"])
             self.assertEqual(cache, {})
             self.assertEqual(resolver.resolve("d%7e.html"), "http://h.test/a/b/d~.html")
-            self.assertEqual(len(cache), 1)
+            self.assertEqual(resolver.resolve("d/./e"), "http://h.test/a/b/d/e")
+            self.assertEqual(len(cache), 2)
 
     def test_the_cache_stays_within_its_bound(self):
         resolver = crawl.LinkResolver("http://h.test/")
