@@ -6146,7 +6146,7 @@ def _run_crawl(crawler, args, writer):
 # value in hand.
 # What the standard says, construct by construct:
 #   - a start or end tag is "<" + name + attributes up to the first ">"
-#     outside a quoted attribute value (_TAG_REST); one never closed
+#     outside a quoted attribute value (_tag_rest); one never closed
 #     swallows the rest of the input;
 #   - a comment "<!--" ends at "-->" or "--!>", and "<!-->", "<!--->" are
 #     whole comments; <!DOCTYPE ...>, <?...>, "</" + non-letter and, in
@@ -6176,16 +6176,19 @@ def _run_crawl(crawler, args, writer):
 # "atomic group": once they have matched, the engine cannot backtrack into
 # another (wrong) reading of them, and a tag that is never closed fails at
 # once instead of after exponential backtracking. Python's re has atomic
-# groups, (?>...), from 3.11 on; before, the attributes are matched inside
-# a lookahead and consumed with a backreference, (?=(...))\1, which does
-# the same (a lookahead is never re-entered once it has matched).
-# From 3.11 on, _SKIP also marks as possessive (*+) the repeats that are
-# never backtracked into anyway: the same matches, without the backtracking
-# points the engine would otherwise keep for each one (measured with
-# callgrind: -17% of scan_links' instructions on the Apache manual; with
-# the literal first letters of _names_pattern and the order of _SKIP's
-# start tags, -24% there and -27% on the S6 pages).
-_ATOMIC_GROUPS = sys.version_info >= (3, 11)
+# groups, (?>...), from 3.11 on, and the scanner uses them from 3.11.5 on
+# (earlier 3.11 releases can match wrongly with possessive repeats,
+# CPython gh-106052); before, the attributes are matched inside a
+# lookahead and consumed with a backreference, (?=(...))\1, which does the
+# same (a lookahead is never re-entered once it has matched).
+# From 3.11.5 on, _SKIP also marks as possessive (*+) the repeats where
+# backtracking could never lead to another match: a shorter run of text or
+# of attributes would leave a character that what follows cannot start
+# with, and the repeat of constructs is followed by a part that matches
+# whatever comes. The matches are the same, without the backtracking
+# points the engine would keep for each repetition (measured with
+# callgrind: -17% of scan_links' instructions on the Apache manual).
+_ATOMIC_GROUPS = sys.version_info >= (3, 11, 5)
 _POSSESSIVE = "+" if _ATOMIC_GROUPS else ""
 
 # A tag name runs to a space, "/" or ">": the lookahead says so, and keeps
@@ -6203,8 +6206,9 @@ _ATTRIBUTE_SHAPE = (r"""[\t\n\f\r /]*[^\t\n\f\r />][^\t\n\f\r />=]*"""
 
 def _tag_rest(group, captured=True):
     """The pattern of a tag's attributes and its ">", atomic (see above).
-    The attributes are group number `group`; with captured=False, only
-    where re needs the group for the lookahead trick."""
+    The attributes are captured as group number `group` (the number the
+    pattern gives that group); with captured=False they are a group only
+    before 3.11.5, where the lookahead trick refers to it by number."""
     attributes = r"(?:%s)*[\t\n\f\r /]*" % _ATTRIBUTE_SHAPE
     if not _ATOMIC_GROUPS:
         return r"(?=(%s))\%d>" % (attributes, group)
@@ -6235,7 +6239,7 @@ def _names_pattern(names):
     for first, rests in sorted(by_first.items()):
         longer = "|".join(sorted(filter(None, rests), key=len, reverse=True))
         optional = "?" if "" in rests else ""
-        for letter in (first, first.upper()):
+        for letter in dict.fromkeys((first, first.upper())):  # once if not a letter
             branches.append(letter + (f"(?i:{longer}){optional}" if longer else ""))
     return "(?:%s)" % "|".join(branches)
 
@@ -6252,11 +6256,16 @@ _PLAIN_ATTRIBUTE = re.compile(
     r"[\t\n\f\r ]+(%s)(?:[\t\n\f\r ]*=[\t\n\f\r ]*(%s))?" % (_PLAIN_NAME, _PLAIN_VALUE))
 # In the patterns that step over plain tags, the commonest shapes come
 # first, as re tries a literal at once where an optional space takes a
-# repeat: an attribute's "=" then its value, or "=" and the value with
-# spaces around, or no value; a tag's end is ">", or spaces, "/" and ">"
-# (measured: -6% of scan_links' instructions on the Apache manual).
-_PLAIN_EQUALS_VALUE = r"(?:=%s|[\t\n\f\r ]*=[\t\n\f\r ]*%s|)" % (_PLAIN_VALUE, _PLAIN_VALUE)
-_PLAIN_TAG_END = r"(?:>|[\t\n\f\r ]*/?>)"
+# repeat: an attribute's "=" then its value, "=" then spaces and the value,
+# spaces and "=" and the value, or no value; a tag's end is ">", "/>", or
+# spaces, "/" and ">" (measured: -6% of scan_links' instructions on the
+# Apache manual). No two alternatives start alike: where a later part
+# fails, the engine (before 3.11, which lacks possessive repeats) tries
+# the other readings of each attribute, and two that match the same text
+# made that exponential in the number of attributes.
+_PLAIN_EQUALS_VALUE = r"(?:=%s|=[\t\n\f\r ]+%s|[\t\n\f\r ]+=[\t\n\f\r ]*%s|)" % (
+    (_PLAIN_VALUE,) * 3)
+_PLAIN_TAG_END = r"(?:>|/>|[\t\n\f\r ]+/?>)"
 _PLAIN_ATTRIBUTES = r"(?:[\t\n\f\r ]+%s%s)*%s" % (_PLAIN_NAME, _PLAIN_EQUALS_VALUE, _POSSESSIVE)
 
 
@@ -6305,9 +6314,10 @@ _FAST_LINK_VIA = {f"{tag}_{attribute}": dict(RESOURCE_ATTRIBUTES[tag])[attribute
 
 # All the named groups of _SKIP are in its last, optional part, so that
 # match.lastgroup says which of them, if any, ended the match (before
-# 3.11, groups 1 and 2, in the repeated part, have no name). The order of
-# the alternatives is measured: a tag with no quotes, the commonest kind,
-# is tried before the plain shape, whose repeat costs more to enter.
+# 3.11.5, groups 1 and 2, in the repeated part, have no name). A tag with
+# no quotes, the commonest kind, is tried before the plain shape, whose
+# repeat costs more to enter (measured: -4%); as such a tag ends at its
+# first ">", either reading of it ends at the same place.
 _SKIP = re.compile(r"""(?:[^<]*%(possessive)s(?:  # text, then one of:
       </[a-zA-Z][^\t\n\f\r />]*>                    # an end tag, plain shape
     | <(?!%(scan)s)(?:                              # a start tag not to scan:
@@ -6558,7 +6568,7 @@ class LinkResolver:
         plain = _PLAIN_LINK.match(raw)
         if plain is not None:
             from_root, dots, path, query = plain.groups()
-            if "/." not in path and "//" not in path:  # no dot-segment, no empty one: plain
+            if "/." not in path and "//" not in path:  # see _PLAIN_LINK
                 if from_root:
                     url = self.origin + "/" + path
                 elif "../" in dots:
@@ -6585,9 +6595,10 @@ _ABSOLUTE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
 # directory, then the path and query, without the fragment. Its
 # characters are ones normalization keeps as they are; past the leading
 # "./" and "../" (which resolution applies to the base's directory) it
-# has no "/." and no "//" (no dot-segment, no empty segment), which
-# resolve() checks with "in" (measured: 500 to 5,500 instructions a link
-# less than a pattern that matched it segment by segment).
+# has no "/." and no "//": no empty segment and no segment that starts
+# with a dot (so no dot-segment; ".well-known" takes the slow path too).
+# resolve() checks those two with "in" (measured: 500 to 5,500
+# instructions a link less than a pattern that matched segment by segment).
 # Most links on most sites look like this; resolving them here takes a
 # fifth of the time normalize_url() does, and keeps them out of the cache.
 _PLAIN_LINK = re.compile(r"""(/?)((?:\.\.?/)*)([A-Za-z0-9_~-][A-Za-z0-9._~/-]*)
