@@ -6260,7 +6260,7 @@ _PLAIN_ATTRIBUTE = re.compile(
 # spaces and "=" and the value, or no value; a tag's end is ">", "/>", or
 # spaces, "/" and ">" (measured: -6% of scan_links' instructions on the
 # Apache manual). No two alternatives start alike: where a later part
-# fails, the engine (before 3.11, which lacks possessive repeats) tries
+# fails, the engine (before 3.11.5, where they are not possessive) tries
 # the other readings of each attribute, and two that match the same text
 # made that exponential in the number of attributes.
 _PLAIN_EQUALS_VALUE = r"(?:=%s|=[\t\n\f\r ]+%s|[\t\n\f\r ]+=[\t\n\f\r ]*%s|)" % (
