@@ -6204,19 +6204,52 @@ _ATTRIBUTE_SHAPE = (r"""[\t\n\f\r /]*[^\t\n\f\r />][^\t\n\f\r />=]*"""
                     r"""(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:"[^"]*"?|'[^']*'?|[^\t\n\f\r >]*))?""")
 
 
-def _tag_rest(group, captured=True):
-    """The pattern of a tag's attributes and its ">", atomic (see above).
-    The attributes are captured as group number `group` (the number the
-    pattern gives that group); with captured=False they are a group only
-    before 3.11.5, where the lookahead trick refers to it by number."""
-    attributes = r"(?:%s)*[\t\n\f\r /]*" % _ATTRIBUTE_SHAPE
+# Skip on first reading: a tag with a million attributes. The regex engine
+# keeps a few hundred bytes for each repetition of a repeat while it
+# matches (a 300 KB page that is one tag of 100,000 attributes took 43 MB,
+# a 10 MB one 1.3 GB), so no pattern repeats attributes more than
+# _ATTRIBUTES_AT_ONCE times: _SKIP stops at a tag with more, and
+# _read_tag() reads it in runs of that many.
+_ATTRIBUTES_AT_ONCE = 1000
+
+
+def _tag_rest(group):
+    """The pattern of a tag's attributes (at most _ATTRIBUTES_AT_ONCE) and
+    its ">", atomic (see above); before 3.11.5 the lookahead trick needs
+    the attributes as a group: group number `group`."""
+    attributes = r"(?:%s){0,%d}[\t\n\f\r /]*" % (_ATTRIBUTE_SHAPE, _ATTRIBUTES_AT_ONCE)
     if not _ATOMIC_GROUPS:
         return r"(?=(%s))\%d>" % (attributes, group)
-    return (r"(?>(%s))>" if captured else r"(?>%s)>") % attributes
+    return r"(?>%s)>" % attributes
 
 
-_TAG = re.compile(r"</?(%s)%s" % (_TAG_NAME, _tag_rest(2)))  # a start or end tag
 _ATTRIBUTES = re.compile(_ATTRIBUTE)
+_TAG_OPEN = re.compile(r"<(/?)(%s)" % _TAG_NAME)
+# The first reading of each attribute, as in _tag_rest's atomic group:
+# nothing follows the repeat in this pattern, so none other is tried.
+_ATTRIBUTE_RUN = re.compile(r"(?:%s){0,%d}" % (_ATTRIBUTE_SHAPE, _ATTRIBUTES_AT_ONCE))
+_TAG_CLOSE = re.compile(r"[\t\n\f\r /]*>")
+
+
+def _read_tag(text, i):
+    """The start or end tag at text[i] == "<": (its name, None for an end
+    tag; where its attributes start and end; where it ends), or None if it
+    is never closed. Its attributes are read in runs (see
+    _ATTRIBUTES_AT_ONCE)."""
+    opening = _TAG_OPEN.match(text, i)
+    if opening is None:
+        return None
+    position = opening.end()
+    while True:
+        run_end = _ATTRIBUTE_RUN.match(text, position).end()
+        if run_end == position:
+            break
+        position = run_end
+    closing = _TAG_CLOSE.match(text, position)
+    if closing is None:
+        return None
+    name = None if opening.group(1) else opening.group(2)
+    return name, opening.end(), position, closing.end()
 
 # Tags whose content is text, with the pattern that finds the start of
 # their end tag ("</name" then a space, "/" or ">").
@@ -6266,14 +6299,16 @@ _PLAIN_ATTRIBUTE = re.compile(
 _PLAIN_EQUALS_VALUE = r"(?:=%s|=[\t\n\f\r ]+%s|[\t\n\f\r ]+=[\t\n\f\r ]*%s|)" % (
     (_PLAIN_VALUE,) * 3)
 _PLAIN_TAG_END = r"(?:>|/>|[\t\n\f\r ]+/?>)"
-_PLAIN_ATTRIBUTES = r"(?:[\t\n\f\r ]+%s%s)*%s" % (_PLAIN_NAME, _PLAIN_EQUALS_VALUE, _POSSESSIVE)
+_PLAIN_ATTRIBUTES = r"(?:[\t\n\f\r ]+%s%s){0,%d}%s" % (
+    _PLAIN_NAME, _PLAIN_EQUALS_VALUE, _ATTRIBUTES_AT_ONCE, _POSSESSIVE)
 
 
 def _plain_attributes_but(*names):
     """A pattern for plain attributes of which none is called one of the
     names (in any case)."""
     other = r"(?!(?i:%s)(?![-a-zA-Z0-9_:.]))" % "|".join(names)
-    return r"(?:[\t\n\f\r ]+%s%s%s)*%s" % (other, _PLAIN_NAME, _PLAIN_EQUALS_VALUE, _POSSESSIVE)
+    return r"(?:[\t\n\f\r ]+%s%s%s){0,%d}%s" % (
+        other, _PLAIN_NAME, _PLAIN_EQUALS_VALUE, _ATTRIBUTES_AT_ONCE, _POSSESSIVE)
 
 
 # Tags to scan that _SKIP steps over when they are of the plain shape and
@@ -6336,7 +6371,7 @@ _SKIP = re.compile(r"""(?:[^<]*%(possessive)s(?:  # text, then one of:
     (?:%(link_tags)s                                # <a href>, <img src>, plain: the value
     | <(?P<tag>%(scan)s)(?P<attributes>%(plain)s)%(end)s)?  # a tag to scan, plain
     """ % {"scan": _SCAN_TAG_NAME, "plain": _PLAIN_ATTRIBUTES, "name": _TAG_NAME,
-           "rest1": _tag_rest(1, captured=False), "rest2": _tag_rest(2, captured=False),
+           "rest1": _tag_rest(1), "rest2": _tag_rest(2),
            "nothing": _NOTHING_TO_SCAN, "link_tags": _PLAIN_LINK_TAGS, "possessive": _POSSESSIVE,
            "end": _PLAIN_TAG_END}, re.S | re.X | re.A)
 
@@ -6397,25 +6432,45 @@ def scan_links(text):
 
 def _scan_construct(text, i, found):
     """The construct at text[i] == "<" that _SKIP left: a tag to scan that
-    is not of the plain shape, or one never closed. Returns where the next
-    construct starts."""
-    match = _TAG.match(text, i)
-    if match is None:
+    is not of the plain shape, a tag with more than _ATTRIBUTES_AT_ONCE
+    attributes, or one never closed. Returns where the next construct
+    starts."""
+    read = _read_tag(text, i)
+    if read is None:
         # A tag, comment or bogus comment never closed: it swallows the rest.
         return len(text)
-    name = match.group(1)
-    tag = name.lower() if name.isascii() else ""
+    name, attributes_start, attributes_end, end = read
+    tag = name.lower() if name is not None and name.isascii() else ""  # "": nothing to scan
     if tag in _SCAN_TAGS:
-        attrs = [(key.lower(), value)
-                 for key, value in _ATTRIBUTES.findall(text, match.start(2), match.end(2))]
+        attrs = _attributes_read(_ATTRIBUTES.finditer(text, attributes_start, attributes_end))
         link_from_tag(found, tag, attrs, _first_tag_attribute)
         if tag in _TEXT_ONLY:
-            return _skip_text_only(text, match.end(), tag)
-    return match.end()
+            return _skip_text_only(text, end, tag)
+    return end
+
+
+# The attributes link_from_tag() reads: the links of RESOURCE_ATTRIBUTES,
+# and those that say whether a link counts (rel, type) or what a <base>
+# or a <meta> says.
+_ATTRIBUTES_READ = frozenset(
+    name for named in RESOURCE_ATTRIBUTES.values() for name, _ in named).union(
+    ("rel", "type", "href", "name", "content"))
+
+
+def _attributes_read(matches):
+    """[(lower-case name, raw value)] of the first attribute of each name in
+    _ATTRIBUTES_READ, from _ATTRIBUTES matches; the others are dropped as
+    they come, as a tag may have millions of them."""
+    attrs = {}
+    for match in matches:
+        name = match.group(1).lower()
+        if name in _ATTRIBUTES_READ and name not in attrs:
+            attrs[name] = match.group(2) or ""  # "" for an attribute with no value
+    return list(attrs.items())
 
 
 def _first_tag_attribute(attrs, name):
-    """For _ATTRIBUTES.findall()'s [(lower-case name, raw value)]: the
+    """For _attributes_read()'s [(lower-case name, raw value)]: the
     first value of that name, as the tokenizer decodes it."""
     for key, value in attrs:
         if key == name:
@@ -6435,8 +6490,8 @@ def _skip_text_only(text, i, tag):
     else:
         match = _TEXT_ONLY[tag].search(text, i)
         start = match.start() if match else len(text)
-    match = _TAG.match(text, start)
-    return match.end() if match else len(text)
+    read = _read_tag(text, start)
+    return read[3] if read else len(text)
 
 
 _SCRIPT_DATA = re.compile(r"<!--|</script(?=[\t\n\f\r />])", re.I | re.A)
