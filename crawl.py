@@ -3650,7 +3650,10 @@ def unescape_attribute(value):
 # srcset ----------------------------------------------------------------------
 
 _SRCSET_URL = _compile_on_first_use(r"[\t\n\f\r ,]*([^\t\n\f\r ]*)")
-_SRCSET_DESCRIPTORS = _compile_on_first_use(r"((?:[^,(]|\([^)]*\)?)*),?")
+# A run of characters per repetition, not one: the regex engine keeps a
+# few hundred bytes per repetition while it matches (170 bytes a character
+# of a long descriptor list).
+_SRCSET_DESCRIPTORS = _compile_on_first_use(r"((?:[^,(]+|\([^)]*\)?)*),?")
 _SRCSET_DESCRIPTOR = _compile_on_first_use(
     r"(?:([0-9]+)([wh])|((?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)x)\Z")
 
@@ -6204,19 +6207,15 @@ _ATTRIBUTE_SHAPE = (r"""[\t\n\f\r /]*[^\t\n\f\r />][^\t\n\f\r />=]*"""
                     r"""(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:"[^"]*"?|'[^']*'?|[^\t\n\f\r >]*))?""")
 
 
-# Skip on first reading: a tag with a million attributes. The regex engine
-# keeps a few hundred bytes for each repetition of a repeat while it
-# matches (a 300 KB page that is one tag of 100,000 attributes took 43 MB,
-# a 10 MB one 1.3 GB), so no pattern repeats attributes more than
-# _ATTRIBUTES_AT_ONCE times: _SKIP stops at a tag with more, and
-# _read_tag() reads it in runs of that many.
+# No pattern repeats attributes more than _ATTRIBUTES_AT_ONCE times (see
+# _read_tag).
 _ATTRIBUTES_AT_ONCE = 1000
 
 
 def _tag_rest(group):
     """The pattern of a tag's attributes (at most _ATTRIBUTES_AT_ONCE) and
-    its ">", atomic (see above); before 3.11.5 the lookahead trick needs
-    the attributes as a group: group number `group`."""
+    its ">", atomic (see _ATOMIC_GROUPS); before 3.11.5 the lookahead trick
+    needs the attributes as a group: group number `group`."""
     attributes = r"(?:%s){0,%d}[\t\n\f\r /]*" % (_ATTRIBUTE_SHAPE, _ATTRIBUTES_AT_ONCE)
     if not _ATOMIC_GROUPS:
         return r"(?=(%s))\%d>" % (attributes, group)
@@ -6224,6 +6223,13 @@ def _tag_rest(group):
 
 
 _ATTRIBUTES = re.compile(_ATTRIBUTE)
+
+# Skip on first reading: a tag with a million attributes. The regex engine
+# keeps a few hundred bytes for each repetition of a repeat while it
+# matches (a 300 KB page that is one tag of 100,000 attributes took 43 MB,
+# a 10 MB one 1.3 GB), so _SKIP stops at a tag with more than
+# _ATTRIBUTES_AT_ONCE attributes, and _read_tag() reads it in runs of that
+# many, one match each.
 _TAG_OPEN = re.compile(r"<(/?)(%s)" % _TAG_NAME)
 # The first reading of each attribute, as in _tag_rest's atomic group:
 # nothing follows the repeat in this pattern, so none other is tried.
@@ -6232,15 +6238,14 @@ _TAG_CLOSE = re.compile(r"[\t\n\f\r /]*>")
 
 
 def _read_tag(text, i):
-    """The start or end tag at text[i] == "<": (its name, None for an end
-    tag; where its attributes start and end; where it ends), or None if it
-    is never closed. Its attributes are read in runs (see
-    _ATTRIBUTES_AT_ONCE)."""
+    """The start or end tag at text[i] == "<": (the name of a start tag, or
+    None for an end tag; where its attributes start; where they end; where
+    the tag ends), or None if it is never closed."""
     opening = _TAG_OPEN.match(text, i)
     if opening is None:
         return None
     position = opening.end()
-    while True:
+    while True:  # until a run reads no attribute
         run_end = _ATTRIBUTE_RUN.match(text, position).end()
         if run_end == position:
             break
@@ -6440,7 +6445,7 @@ def _scan_construct(text, i, found):
         # A tag, comment or bogus comment never closed: it swallows the rest.
         return len(text)
     name, attributes_start, attributes_end, end = read
-    tag = name.lower() if name is not None and name.isascii() else ""  # "": nothing to scan
+    tag = name.lower() if name is not None and name.isascii() else ""  # an end tag scans nothing
     if tag in _SCAN_TAGS:
         attrs = _attributes_read(_ATTRIBUTES.finditer(text, attributes_start, attributes_end))
         link_from_tag(found, tag, attrs, _first_tag_attribute)
@@ -6491,7 +6496,10 @@ def _skip_text_only(text, i, tag):
         match = _TEXT_ONLY[tag].search(text, i)
         start = match.start() if match else len(text)
     read = _read_tag(text, start)
-    return read[3] if read else len(text)
+    if read is None:
+        return len(text)
+    _, _, _, end = read
+    return end
 
 
 _SCRIPT_DATA = re.compile(r"<!--|</script(?=[\t\n\f\r />])", re.I | re.A)
