@@ -6208,15 +6208,16 @@ _ATTRIBUTE_SHAPE = (r"""[\t\n\f\r /]*[^\t\n\f\r />][^\t\n\f\r />=]*"""
 
 
 # No pattern repeats attributes more than _ATTRIBUTES_AT_ONCE times (see
-# _read_tag).
+# _read_tag): up to that many attributes, each read the first way it can be.
 _ATTRIBUTES_AT_ONCE = 1000
+_ATTRIBUTE_RUN_SHAPE = r"(?:%s){0,%d}" % (_ATTRIBUTE_SHAPE, _ATTRIBUTES_AT_ONCE)
 
 
 def _tag_rest(group):
     """The pattern of a tag's attributes (at most _ATTRIBUTES_AT_ONCE) and
     its ">", atomic (see _ATOMIC_GROUPS); before 3.11.5 the lookahead trick
     needs the attributes as a group: group number `group`."""
-    attributes = r"(?:%s){0,%d}[\t\n\f\r /]*" % (_ATTRIBUTE_SHAPE, _ATTRIBUTES_AT_ONCE)
+    attributes = _ATTRIBUTE_RUN_SHAPE + r"[\t\n\f\r /]*"
     if not _ATOMIC_GROUPS:
         return r"(?=(%s))\%d>" % (attributes, group)
     return r"(?>%s)>" % attributes
@@ -6233,7 +6234,7 @@ _ATTRIBUTES = re.compile(_ATTRIBUTE)
 _TAG_OPEN = re.compile(r"<(/?)(%s)" % _TAG_NAME)
 # The first reading of each attribute, as in _tag_rest's atomic group:
 # nothing follows the repeat in this pattern, so none other is tried.
-_ATTRIBUTE_RUN = re.compile(r"(?:%s){0,%d}" % (_ATTRIBUTE_SHAPE, _ATTRIBUTES_AT_ONCE))
+_ATTRIBUTE_RUN = re.compile(_ATTRIBUTE_RUN_SHAPE)
 _TAG_CLOSE = re.compile(r"[\t\n\f\r /]*>")
 
 

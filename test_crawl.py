@@ -10621,7 +10621,7 @@ class ScanLinksStandardTest(unittest.TestCase):
     def test_tags_a_pattern_could_read_two_ways(self):
         # Where a regex that backtracks could find a second reading of a
         # tag (the scanner's possessive repeats and atomic groups, from
-        # 3.11 on, must not change which one is taken): a "/" in an
+        # 3.11.5 on, must not change which one is taken): a "/" in an
         # unquoted value, a quote or "=" that opens no value, ">" in one.
         self.assertLinks([
             ("<a x=y/ href=/1><p x=y/><a href=/2/><a href=/3 x=y/>", ["/1", "/2/", "/3"]),
