@@ -6184,15 +6184,28 @@ def _run_crawl(crawler, args, writer):
 # CPython gh-106052); before, the attributes are matched inside a
 # lookahead and consumed with a backreference, (?=(...))\1, which does the
 # same (a lookahead is never re-entered once it has matched).
-# From 3.11.5 on, _SKIP also marks as possessive (*+) the repeats where
-# backtracking could never lead to another match: a shorter run of text or
-# of attributes would leave a character that what follows cannot start
-# with, and the repeat of constructs is followed by a part that matches
-# whatever comes. The matches are the same, without the backtracking
-# points the engine would keep for each repetition (measured with
-# callgrind: -17% of scan_links' instructions on the Apache manual).
+# From 3.11.5 on, _SKIP also makes possessive ("*+", "++", "{m,n}+") the
+# repeats where backtracking could never lead to another match: a run of
+# characters of a class followed by a character outside it (a shorter run
+# would leave a character of the class, which what follows cannot start
+# with), a shorter run of attributes likewise, and the repeat of
+# constructs, which is followed by a part that matches whatever comes.
+# The matches are the same, without the backtracking points the engine
+# would keep for each repetition, or the steps back one character at a
+# time when what follows fails (measured with callgrind: -17%, then -7% of
+# scan_links' instructions on the Apache manual). The patterns are
+# written with these repeats, and _possessive() makes them plain greedy
+# ones before 3.11.5.
 _ATOMIC_GROUPS = sys.version_info >= (3, 11, 5)
-_POSSESSIVE = "+" if _ATOMIC_GROUPS else ""
+
+
+def _possessive(pattern):
+    """The pattern as written ("]*+", "]++" and "}+" are possessive) from
+    3.11.5 on; before, with those repeats greedy, which match the same.
+    (No pattern of the scanner has a "]" or "}" followed by a literal "+".)"""
+    if _ATOMIC_GROUPS:
+        return pattern
+    return re.sub(r"(\]\*|\]\+|\})\+", r"\1", pattern)
 
 # A tag name runs to a space, "/" or ">": the lookahead says so, and keeps
 # the engine from retrying every shorter name (each followed by a new
@@ -6289,10 +6302,10 @@ _SCAN_TAG_NAME = _names_pattern(_SCAN_TAGS) + r"(?=[\t\n\f\r />]|\Z)"
 # The plain shape most tags have: an ASCII name, then attributes separated
 # by spaces, each an ASCII name with an optional value that is quoted or a
 # plain word. For this shape the standard's reading is unambiguous.
-_PLAIN_NAME = r"[a-zA-Z_:][-a-zA-Z0-9_:.]*"
-_PLAIN_VALUE = r"""(?:"[^"]*"|'[^']*'|[^\t\n\f\r "'=<>`]+)"""
-_PLAIN_ATTRIBUTE = re.compile(
-    r"[\t\n\f\r ]+(%s)(?:[\t\n\f\r ]*=[\t\n\f\r ]*(%s))?" % (_PLAIN_NAME, _PLAIN_VALUE))
+_PLAIN_NAME = r"[a-zA-Z_:][-a-zA-Z0-9_:.]*+"
+_PLAIN_VALUE = r"""(?:"[^"]*+"|'[^']*+'|[^\t\n\f\r "'=<>`]++)"""
+_PLAIN_ATTRIBUTE = re.compile(_possessive(
+    r"[\t\n\f\r ]+(%s)(?:[\t\n\f\r ]*=[\t\n\f\r ]*(%s))?" % (_PLAIN_NAME, _PLAIN_VALUE)))
 # In the patterns that step over plain tags, the commonest shapes come
 # first, as re tries a literal at once where an optional space takes a
 # repeat: an attribute's "=" then its value, "=" then spaces and the value,
@@ -6302,19 +6315,21 @@ _PLAIN_ATTRIBUTE = re.compile(
 # fails, the engine (before 3.11.5, where they are not possessive) tries
 # the other readings of each attribute, and two that match the same text
 # made that exponential in the number of attributes.
-_PLAIN_EQUALS_VALUE = r"(?:=%s|=[\t\n\f\r ]+%s|[\t\n\f\r ]+=[\t\n\f\r ]*%s|)" % (
+_PLAIN_EQUALS_VALUE = r"(?:=%s|=[\t\n\f\r ]++%s|[\t\n\f\r ]++=[\t\n\f\r ]*+%s|)" % (
     (_PLAIN_VALUE,) * 3)
-_PLAIN_TAG_END = r"(?:>|/>|[\t\n\f\r ]+/?>)"
-_PLAIN_ATTRIBUTES = r"(?:[\t\n\f\r ]+%s%s){0,%d}%s" % (
-    _PLAIN_NAME, _PLAIN_EQUALS_VALUE, _ATTRIBUTES_AT_ONCE, _POSSESSIVE)
+_PLAIN_TAG_END = r"(?:>|/>|[\t\n\f\r ]++/?>)"
+_PLAIN_ATTRIBUTES = r"(?:[\t\n\f\r ]++%s%s){0,%d}+" % (
+    _PLAIN_NAME, _PLAIN_EQUALS_VALUE, _ATTRIBUTES_AT_ONCE)
 
 
-def _plain_attributes_but(*names):
+def _plain_attributes_but(*names, unless=None):
     """A pattern for plain attributes of which none is called one of the
-    names (in any case)."""
-    other = r"(?!(?i:%s)(?![-a-zA-Z0-9_:.]))" % "|".join(names)
-    return r"(?:[\t\n\f\r ]+%s%s%s){0,%d}%s" % (
-        other, _PLAIN_NAME, _PLAIN_EQUALS_VALUE, _ATTRIBUTES_AT_ONCE, _POSSESSIVE)
+    names (in any case), or matches the pattern unless."""
+    attribute = r"(?!(?i:%s)(?![-a-zA-Z0-9_:.]))%s%s" % (
+        "|".join(names), _PLAIN_NAME, _PLAIN_EQUALS_VALUE)
+    if unless is not None:
+        attribute = "(?:%s|%s)" % (attribute, unless)
+    return r"(?:[\t\n\f\r ]++%s){0,%d}+" % (attribute, _ATTRIBUTES_AT_ONCE)
 
 
 # Tags to scan that _SKIP steps over when they are of the plain shape and
@@ -6323,63 +6338,82 @@ def _plain_attributes_but(*names):
 # <meta> without a name attribute (only name=robots counts), and <title>,
 # <style> and <script> without src whose text holds no "<" (so nothing in
 # it can end the element early or start an escape) up to a plain end tag.
-_NOTHING_TO_SCAN = r"""<(?:
+# (The lookahead on first letters lets the engine leave at once at any
+# other tag to scan: a branch that starts with (?i:...) is always entered.)
+_NOTHING_TO_SCAN = r"""<(?=[mMtTsS])(?:
       (?i:meta)%(no_name)s%(end)s
-    | (?i:title)%(plain)s%(end)s[^<]*</(?i:title)>
-    | (?i:style)%(plain)s%(end)s[^<]*</(?i:style)>
-    | (?i:script)%(no_src)s%(end)s[^<]*</(?i:script)>)""" % {
+    | (?i:title)%(plain)s%(end)s[^<]*+</(?i:title)>
+    | (?i:style)%(plain)s%(end)s[^<]*+</(?i:style)>
+    | (?i:script)%(no_src)s%(end)s[^<]*+</(?i:script)>)""" % {
     "plain": _PLAIN_ATTRIBUTES, "no_name": _plain_attributes_but("name"),
     "no_src": _plain_attributes_but("src"), "end": _PLAIN_TAG_END}
 
-# The commonest links of all: (tag, attribute, an attribute that changes
-# what the link means: rel may say nofollow, srcset adds links).
-_FAST_LINKS = (("a", "href", "rel"), ("img", "src", "srcset"))
+# A rel attribute of the plain shape rel=value that cannot say nofollow:
+# "nofollow" in no case, and no character reference that could spell it
+# (no character outside ASCII lower-cases to one of its letters). The
+# lookaheads' runs are greedy, not possessive: they give back characters
+# until "nofollow" can follow.
+_REL_NOT_NOFOLLOW = r"""(?i:rel)=(?:
+      "(?![^"]*(?i:nofollow))[^"&\x00]*+"
+    | '(?![^']*(?i:nofollow))[^'&\x00]*+'
+    | (?![^\t\n\f\r "'=<>`]*(?i:nofollow))[^\t\n\f\r "'=<>`&\x00]++)"""
+
+# The commonest links of all: (tag, attribute, an attribute that may change
+# what the link means, a pattern for that attribute where it changes
+# nothing, or None). A rel may say nofollow; a srcset adds links.
+_FAST_LINKS = (("a", "href", "rel", _REL_NOT_NOFOLLOW), ("img", "src", "srcset", None))
 
 
-def _plain_link_tag(tag, attribute, unless):
-    """The pattern of a <tag> of the plain shape with no attribute unless,
-    whose first attribute called attribute has a value with no character
-    reference or NUL: _SKIP captures that raw value (quotes and all) as the
-    group "tag_attribute", and no Python reads the tag."""
-    return r"""<%(tag)s%(before)s[\t\n\f\r ]+(?i:%(attribute)s)[\t\n\f\r ]*=[\t\n\f\r ]*
-        (?P<%(group)s>"[^"&\x00]*"|'[^'&\x00]*'|[^\t\n\f\r "'=<>`&\x00]+)
+def _plain_link_tag(tag, attribute, changes, harmless):
+    """The pattern of a <tag> of the plain shape with no attribute changes
+    (unless it matches harmless), whose first attribute called attribute
+    has a value with no character reference or NUL: _SKIP captures that
+    value, without its quotes, in a group named tag_attribute_1 (double
+    quotes), _2 (single quotes) or _3 (none), and no Python reads the tag."""
+    group = f"{tag}_{attribute}"
+    return r"""<%(tag)s%(before)s[\t\n\f\r ]++(?i:%(attribute)s)[\t\n\f\r ]*+=[\t\n\f\r ]*+
+        (?:"(?P<%(group)s_1>[^"&\x00]*+)"
+        | '(?P<%(group)s_2>[^'&\x00]*+)'
+        | (?P<%(group)s_3>[^\t\n\f\r "'=<>`&\x00]++))
         %(after)s%(end)s""" % {
-        "tag": _names_pattern([tag]), "attribute": attribute, "group": f"{tag}_{attribute}",
-        "before": _plain_attributes_but(attribute, unless), "after": _plain_attributes_but(unless),
-        "end": _PLAIN_TAG_END}
+        "tag": _names_pattern([tag]), "attribute": attribute, "group": group,
+        "before": _plain_attributes_but(attribute, changes, unless=harmless),
+        "after": _plain_attributes_but(changes, unless=harmless), "end": _PLAIN_TAG_END}
 
 
 _PLAIN_LINK_TAGS = "|".join(_plain_link_tag(*fast) for fast in _FAST_LINKS)
-_FAST_LINK_VIA = {f"{tag}_{attribute}": dict(RESOURCE_ATTRIBUTES[tag])[attribute]
-                  for tag, attribute, _ in _FAST_LINKS}
 
 # All the named groups of _SKIP are in its last, optional part, so that
-# match.lastgroup says which of them, if any, ended the match (before
+# match.lastindex says which of them, if any, ended the match (before
 # 3.11.5, groups 1 and 2, in the repeated part, have no name). A tag with
 # no quotes, the commonest kind, is tried before the plain shape, whose
 # repeat costs more to enter (measured: -4%); as such a tag ends at its
 # first ">", either reading of it ends at the same place.
-_SKIP = re.compile(r"""(?:[^<]*%(possessive)s(?:  # text, then one of:
-      </[a-zA-Z][^\t\n\f\r />]*>                    # an end tag, plain shape
+_SKIP = re.compile(_possessive(r"""(?:[^<]*+(?:  # text, then one of:
+      </[a-zA-Z][^\t\n\f\r />]*+>                   # an end tag, plain shape
     | <(?!%(scan)s)(?:                              # a start tag not to scan:
-          [a-zA-Z][^>"']*>                                    # no quotes
-        | [a-zA-Z][-a-zA-Z0-9_:.]*%(plain)s%(end)s              # plain shape
+          [a-zA-Z][^>"']*+>                                   # no quotes
+        | [a-zA-Z][-a-zA-Z0-9_:.]*+%(plain)s%(end)s             # plain shape
         | %(name)s%(rest1)s)                                  # any shape
     | </%(name)s%(rest2)s                           # an end tag of any shape
     | <!--(?:-?>|.*?--!?>)                          # a comment
-    | <!(?!--)[^>]*>                                # doctype, bogus comment, <![CDATA[
-    | <\?[^>]*>                                     # a bogus comment
+    | <!(?!--)[^>]*+>                               # doctype, bogus comment, <![CDATA[
+    | <\?[^>]*+>                                    # a bogus comment
     | </>                                           # nothing
-    | </(?![a-zA-Z>])(?=.)[^>]*>                    # a bogus comment
+    | </(?![a-zA-Z>])(?=.)[^>]*+>                   # a bogus comment
     | <(?![a-zA-Z/!?])                              # a "<" that starts nothing
     | %(nothing)s                                   # a tag to scan that names nothing
-    )){0,10000}%(possessive)s[^<]*
+    )){0,10000}+[^<]*+
     (?:%(link_tags)s                                # <a href>, <img src>, plain: the value
     | <(?P<tag>%(scan)s)(?P<attributes>%(plain)s)%(end)s)?  # a tag to scan, plain
     """ % {"scan": _SCAN_TAG_NAME, "plain": _PLAIN_ATTRIBUTES, "name": _TAG_NAME,
            "rest1": _tag_rest(1), "rest2": _tag_rest(2),
-           "nothing": _NOTHING_TO_SCAN, "link_tags": _PLAIN_LINK_TAGS, "possessive": _POSSESSIVE,
-           "end": _PLAIN_TAG_END}, re.S | re.X | re.A)
+           "nothing": _NOTHING_TO_SCAN, "link_tags": _PLAIN_LINK_TAGS,
+           "end": _PLAIN_TAG_END}), re.S | re.X | re.A)
+# The number of each group of _SKIP that holds a plain link -> its via.
+_FAST_LINK_VIA = {_SKIP.groupindex[f"{tag}_{attribute}_{quoting}"]: dict(RESOURCE_ATTRIBUTES[tag])[attribute]
+                  for tag, attribute, _, _ in _FAST_LINKS for quoting in (1, 2, 3)}
+_ATTRIBUTES_GROUP = _SKIP.groupindex["attributes"]
 
 
 def _first_plain_attribute(attrs, name):
@@ -6410,29 +6444,28 @@ def scan_links(text):
     it: an object with .links ([(raw value, via)]), .base (the first <base
     href>) and .nofollow (<meta name=robots content=nofollow> or none)."""
     found = _FoundLinks()
-    skip = _SKIP.match
-    end = len(text)
-    position = 0
     links = found.links
-    while position < end:
-        match = skip(text, position)
-        stop = match.lastgroup  # which named group ended the match, if any
-        via = _FAST_LINK_VIA.get(stop)
-        if via is not None:  # a plain <a href> or <img src>
-            position = match.end()
-            value = match.group(stop)
-            links.append((value[1:-1] if value[0] in "\"'" else value, via))
-        elif stop == "attributes":  # a plain tag to scan: its attributes are simple
-            position = match.end()
-            tag = match.group("tag").lower()
-            attrs = _PLAIN_ATTRIBUTE.findall(match.group("attributes"))
-            link_from_tag(found, tag, attrs, _first_plain_attribute)
-            if tag in _TEXT_ONLY:
-                position = _skip_text_only(text, position, tag)
-        elif match.end() > position:
-            position = match.end()
-        else:  # stopped at a "<" that _SKIP does not step over
-            position = _scan_construct(text, position, found)
+    position = 0
+    while position < len(text):
+        # Each match starts where the one before ended (finditer() spares
+        # the setting up that a match() call per stop takes: measured, -8%
+        # of scan_links' instructions), up to one that steps over nothing:
+        # a "<" that _SKIP does not step over, or the end of the text.
+        for match in _SKIP.finditer(text, position):
+            stop = match.lastindex  # the group that ended the match, if any
+            via = _FAST_LINK_VIA.get(stop)
+            if via is not None:  # a plain <a href> or <img src>
+                links.append((match[stop], via))
+            elif stop == _ATTRIBUTES_GROUP:  # a plain tag to scan: its attributes are simple
+                tag = match.group("tag").lower()
+                attrs = _PLAIN_ATTRIBUTE.findall(match[stop])
+                link_from_tag(found, tag, attrs, _first_plain_attribute)
+                if tag in _TEXT_ONLY:
+                    position = _skip_text_only(text, match.end(), tag)
+                    break
+            elif match.end() == match.start():
+                position = _scan_construct(text, match.start(), found)
+                break
     return found
 
 
@@ -6604,9 +6637,18 @@ class LinkResolver:
         self.origin = f"{scheme}://{authority}"
         self.directory = self.origin + path[:path.rfind("/") + 1]
         self.scheme = scheme
+        self._above = {}  # leading "./" and "../" of a link -> the directory they lead to
 
-    def _up(self, levels):
-        """The directory levels above the base's ("../" removes one)."""
+    def _up(self, dots):
+        """The directory that a link's leading "./" and "../" (dots) lead
+        to from the base's: worked out once per page for each dots."""
+        directory = self._above.get(dots)
+        if directory is None:
+            directory = self._above[dots] = self._levels_up(dots.count("../"))
+        return directory
+
+    def _levels_up(self, levels):
+        """The directory levels above the base's."""
         directory = self.directory
         for _ in range(levels):
             cut = directory.rfind("/", len(self.origin), len(directory) - 1)
@@ -6629,6 +6671,8 @@ class LinkResolver:
         return self.base  # anything else may depend on the whole base
 
     def resolve(self, raw):
+        if not raw or raw[0] == "#":
+            return None  # the page itself, which normalize_url() does not count as a link
         plain = _PLAIN_LINK.match(raw)
         if plain is not None:
             from_root, dots, path, query = plain.groups()
@@ -6636,7 +6680,7 @@ class LinkResolver:
                 if from_root:
                     url = self.origin + "/" + path
                 elif "../" in dots:
-                    url = self._up(dots.count("../")) + path
+                    url = self._up(dots) + path
                 else:
                     url = self.directory + path
                 return url + query if query else url

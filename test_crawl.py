@@ -10593,6 +10593,13 @@ class ScanLinksStandardTest(unittest.TestCase):
             ('<a href="/4&amp;x"><a href=/5&lt><a href="/6\x00">', ["/4&x", "/5<", "/6\ufffd"]),
             ("<a rel=nofollow href=/t><a href=/t REL='nofollow x'><a href=/7 rel=next>",
              ["/7"]),
+            # a rel that cannot say nofollow is read in the same step; one
+            # that has "nofollow" in it, or a reference, is read by Python
+            ('<a href=/17 rel="alternate"><a REL=\'Next Prev\' href=/18><a rel=nofollowx href=/19>',
+             ["/17", "/18", "/19"]),
+            ('<a rel="x&#110;ofollow" href=/20><a rel="&#110;ofollow" href=/t><a rel="a\tNoFollow" href=/t>',
+             ["/20"]),
+            ('<a rel=alternate rel=nofollow href=/21><a rel=nofollow rel=alternate href=/t>', ["/21"]),
             ('<a href="/8" href="/t"><a hrefx=/t href=/9><a data-href=/t href="">',
              ["/8", "/9", ""]),
             ('<a href=/10 title="<a href=/t>"><a title=">" href=/11>', ["/10", "/11"]),
@@ -10605,6 +10612,11 @@ class ScanLinksStandardTest(unittest.TestCase):
         ])
         self.assertEqual(crawl.scan_links("<a href=/x><img src=/i>").links,
                          [("/x", "link"), ("/i", "img src")])
+        for text in ('<a href=/17 rel="alternate">', "<a REL='Next Prev' href=/18>", "<a href=x>"):
+            with self.subTest(text=text):  # one match of _SKIP holds the value
+                self.assertIn(crawl._SKIP.match(text).lastindex, crawl._FAST_LINK_VIA)
+        self.assertNotIn(crawl._SKIP.match("<a rel=nofollowx href=/19>").lastindex,
+                         crawl._FAST_LINK_VIA)
         # <img src> likewise, unless a srcset adds links
         self.assertLinks([
             ('<img alt="" src="/i1"><IMG SRC=/i2 /><img\nsrc=\'/i3\' width=1>', ["/i1", "/i2", "/i3"]),
@@ -10701,7 +10713,8 @@ class LinkResolverTest(unittest.TestCase):
              ".././x", "/../x", "../", "..//x", "../.x", "x//y", "/", ".", "..", "x/../y",
              "x/./y", "?q", "#f", "", " x", "x ", "x\ty", "X%41", "%2e%2E/x", "x:y",
              "//g.test/x", "HTTP://G.test", "-", "a.", "_/_/", "\u00e9", "x?%41", "x?a b",
-             "http://[::1", "mailto:x@h.test", "x/.y", "x/y/.", "x/y//", "x?y#/./z", "../../x.y/z/")
+             "http://[::1", "mailto:x@h.test", "x/.y", "x/y/.", "x/y//", "x?y#/./z", "../../x.y/z/",
+             "./../../x", "#", "#/../x", " #f")
 
     def test_every_link_resolves_as_normalize_url_does(self):
         for base in self.BASES:
@@ -10752,6 +10765,8 @@ class LinkResolverTest(unittest.TestCase):
                 [resolver.resolve(raw) for raw in ("d.html", "../d.html?v=1", "/e/#top", "../../f/")],
                 ["http://h.test/a/b/d.html", "http://h.test/a/d.html?v=1",
                  "http://h.test/e/", "http://h.test/f/"])
+            self.assertEqual(cache, {})
+            self.assertEqual([resolver.resolve(raw) for raw in ("", "#top", "#")], [None] * 3)
             self.assertEqual(cache, {})
             self.assertEqual(resolver.resolve("d%7e.html"), "http://h.test/a/b/d~.html")
             self.assertEqual(resolver.resolve("d/./e"), "http://h.test/a/b/d/e")
