@@ -4802,19 +4802,23 @@ class Crawler:
         row = self.records.row(url)
         if row is not None:
             if referrer is not None:
-                links_while_waiting = self.records.count_link(row)
-                if links_while_waiting:
-                    self._linking.add(row, referrer)
-                    if links_while_waiting % (2 * MAX_REFERRERS) == 0:  # at most 300 kept
-                        self._trim_linking(row)
-                elif row in self._referrers:  # failed
-                    self._note_referrer(url, row, referrer)
+                self._count_link(url, row, referrer)
             return False
         self.records.add(url, depth, referrer, via, 0 if referrer is None else 1)
         if redirects_left != self.max_redirect or chain:
             self._redirects[url] = (redirects_left, chain)
         self.frontier.put_nowait(url)
         return True
+
+    def _count_link(self, url, row, referrer):
+        """One more page, referrer, links to url (seen before, at row)."""
+        links_while_waiting = self.records.count_link(row)
+        if links_while_waiting:
+            self._linking.add(row, referrer)
+            if links_while_waiting % (2 * MAX_REFERRERS) == 0:  # at most 300 kept
+                self._trim_linking(row)
+        elif row in self._referrers:  # failed
+            self._note_referrer(url, row, referrer)
 
     # Skip on first reading: the linking pages of a URL, kept in bounds. A
     # failed URL lists the MAX_REFERRERS first in URL order, so that the same
@@ -5362,12 +5366,14 @@ class Crawler:
         if found is not None:  # --fragments: the raw links, fragments and all
             self._note_fragments(record, text, found, depth + 1)
         seen = self.records.row  # the row of a URL seen, else None
-        for link, via in links.items():  # a link seen before is only counted by _discover
-            if seen(link) is not None or self.in_scope(link):
-                if self._discover(link, self.max_redirect, depth + 1, record.url, (), via):
-                    record.new_links += 1
+        for link, via in links.items():
+            row = seen(link)
+            if row is not None:  # only counted (most links of most pages)
+                self._count_link(link, row, record.url)
             elif self.on_site(link):
-                pass  # excluded
+                if not self._excluded(link) and self._discover(
+                        link, self.max_redirect, depth + 1, record.url, (), via):
+                    record.new_links += 1
             elif not self.external:
                 self.offsite_unchecked.add(link)
             elif not self._excluded(link):  # checked once, never crawled
@@ -6364,24 +6370,51 @@ _REL_NOT_NOFOLLOW = r"""(?i:rel)=(?:
 _FAST_LINKS = (("a", "href", "rel", _REL_NOT_NOFOLLOW), ("img", "src", "srcset", None))
 
 
+def _plain_link_value(tag, attribute, first=1):
+    """The pattern of a plain value with no character reference or NUL,
+    which _SKIP captures without its quotes in a group named
+    tag_attribute_n: n is first (double quotes), first + 1 (single
+    quotes) or first + 2 (no quotes)."""
+    return r"""(?:"(?P<%(group)s_%(n1)d>[^"&\x00]*+)"
+        | '(?P<%(group)s_%(n2)d>[^'&\x00]*+)'
+        | (?P<%(group)s_%(n3)d>[^\t\n\f\r "'=<>`&\x00]++))""" % {
+        "group": f"{tag}_{attribute}", "n1": first, "n2": first + 1, "n3": first + 2}
+
+
 def _plain_link_tag(tag, attribute, changes, harmless):
     """The pattern of a <tag> of the plain shape with no attribute changes
     (unless it matches harmless), whose first attribute called attribute
-    has a value with no character reference or NUL: _SKIP captures that
-    value, without its quotes, in a group named tag_attribute_1 (double
-    quotes), _2 (single quotes) or _3 (none), and no Python reads the tag."""
-    group = f"{tag}_{attribute}"
+    has a plain value (_plain_link_value): no Python reads the tag."""
     return r"""<%(tag)s%(before)s[\t\n\f\r ]++(?i:%(attribute)s)[\t\n\f\r ]*+=[\t\n\f\r ]*+
-        (?:"(?P<%(group)s_1>[^"&\x00]*+)"
-        | '(?P<%(group)s_2>[^'&\x00]*+)'
-        | (?P<%(group)s_3>[^\t\n\f\r "'=<>`&\x00]++))
-        %(after)s%(end)s""" % {
-        "tag": _names_pattern([tag]), "attribute": attribute, "group": group,
+        %(value)s%(after)s%(end)s""" % {
+        "tag": _names_pattern([tag]), "attribute": attribute,
+        "value": _plain_link_value(tag, attribute),
         "before": _plain_attributes_but(attribute, changes, unless=harmless),
         "after": _plain_attributes_but(changes, unless=harmless), "end": _PLAIN_TAG_END}
 
 
-_PLAIN_LINK_TAGS = "|".join(_plain_link_tag(*fast) for fast in _FAST_LINKS)
+# A rel of <link> that names a resource to fetch: one of its tokens is in
+# LINK_RESOURCE_RELS. A lookahead finds the token, so that the value is
+# read one way only (before 3.11.5, a value of many such tokens would be
+# read once per token when a later part fails).
+_RESOURCE_REL = r"""(?i:rel)=(?:
+      "(?=(?:[^"&\x00]*[\t\n\f\r ])?(?i:%(rels)s)[\t\n\f\r "])[^"&\x00]*+"
+    | '(?=(?:[^'&\x00]*[\t\n\f\r ])?(?i:%(rels)s)[\t\n\f\r '])[^'&\x00]*+'
+    | (?i:%(rels)s)(?![^\t\n\f\r "'=<>`]))""" % {
+    "rels": "|".join(sorted(LINK_RESOURCE_RELS, key=len, reverse=True))}
+
+# <link> of the plain shape with one rel, one that names a resource, and an
+# href=value (the first href) before or after it: the value in link_href_1
+# to _3 (rel first) or _4 to _6 (href first).
+_PLAIN_LINK_ELEMENT = r"""<(?:l|L)(?i:ink)%(neither)s[\t\n\f\r ]++
+    (?:%(rel)s%(neither)s[\t\n\f\r ]++(?i:href)=%(rel_first)s
+    | (?i:href)=%(href_first)s%(no_rel)s[\t\n\f\r ]++%(rel)s)
+    %(no_rel)s%(end)s""" % {
+    "neither": _plain_attributes_but("href", "rel"), "no_rel": _plain_attributes_but("rel"),
+    "rel": _RESOURCE_REL, "rel_first": _plain_link_value("link", "href"),
+    "href_first": _plain_link_value("link", "href", first=4), "end": _PLAIN_TAG_END}
+
+_PLAIN_LINK_TAGS = "|".join([_plain_link_tag(*fast) for fast in _FAST_LINKS] + [_PLAIN_LINK_ELEMENT])
 
 # All the named groups of _SKIP are in its last, optional part, so that
 # match.lastindex says which of them, if any, ended the match (before
@@ -6410,9 +6443,18 @@ _SKIP = re.compile(_possessive(r"""(?:[^<]*+(?:  # text, then one of:
            "rest1": _tag_rest(1), "rest2": _tag_rest(2),
            "nothing": _NOTHING_TO_SCAN, "link_tags": _PLAIN_LINK_TAGS,
            "end": _PLAIN_TAG_END}), re.S | re.X | re.A)
+
+
+def _via_of_group(name):
+    """The via of the link in the group of _SKIP called name (see
+    _plain_link_value)."""
+    tag, attribute, _ = name.split("_")
+    return dict(RESOURCE_ATTRIBUTES[tag])[attribute]
+
+
 # The number of each group of _SKIP that holds a plain link -> its via.
-_FAST_LINK_VIA = {_SKIP.groupindex[f"{tag}_{attribute}_{quoting}"]: dict(RESOURCE_ATTRIBUTES[tag])[attribute]
-                  for tag, attribute, _, _ in _FAST_LINKS for quoting in (1, 2, 3)}
+_FAST_LINK_VIA = {number: _via_of_group(name) for name, number in _SKIP.groupindex.items()
+                  if name not in ("tag", "attributes")}
 _ATTRIBUTES_GROUP = _SKIP.groupindex["attributes"]
 
 
@@ -6454,18 +6496,22 @@ def scan_links(text):
         for match in _SKIP.finditer(text, position):
             stop = match.lastindex  # the group that ended the match, if any
             via = _FAST_LINK_VIA.get(stop)
-            if via is not None:  # a plain <a href> or <img src>
+            if via is not None:  # a plain <a href>, <img src> or <link href>
                 links.append((match[stop], via))
             elif stop == _ATTRIBUTES_GROUP:  # a plain tag to scan: its attributes are simple
                 tag = match.group("tag").lower()
                 attrs = _PLAIN_ATTRIBUTE.findall(match[stop])
                 link_from_tag(found, tag, attrs, _first_plain_attribute)
                 if tag in _TEXT_ONLY:
-                    position = _skip_text_only(text, match.end(), tag)
                     break
             elif match.end() == match.start():
-                position = _scan_construct(text, match.start(), found)
                 break
+        # Out of the loop, so that the memory the matching took is freed
+        # (a tag of 1,000 attributes can take a megabyte before 3.11).
+        if stop == _ATTRIBUTES_GROUP:
+            position = _skip_text_only(text, match.end(), tag)
+        else:
+            position = _scan_construct(text, match.start(), found)
     return found
 
 

@@ -10600,6 +10600,13 @@ class ScanLinksStandardTest(unittest.TestCase):
             ('<a rel="x&#110;ofollow" href=/20><a rel="&#110;ofollow" href=/t><a rel="a\tNoFollow" href=/t>',
              ["/20"]),
             ('<a rel=alternate rel=nofollow href=/21><a rel=nofollow rel=alternate href=/t>', ["/21"]),
+            # <link> with a rel that names a resource, before or after the href
+            ('<link rel=stylesheet href=/c1><link href="/c2" rel="alternate stylesheet" media=all>'
+             "<LINK REL='Shortcut Icon' hreflang=x href=/c3><link href=/c4 rel=\"x icon\" href=/t>",
+             ["/c1", "/c2", "/c3", "/c4"]),
+            ('<link rel=canonical href=/t><link rel="my-icon" href=/t><link href=/c5 rel="icon&#32;x">'
+             '<link rel=icon rel=canonical href=/c6><link rel=canonical rel=icon href=/t><link rel=icon>',
+             ["/c5", "/c6"]),
             ('<a href="/8" href="/t"><a hrefx=/t href=/9><a data-href=/t href="">',
              ["/8", "/9", ""]),
             ('<a href=/10 title="<a href=/t>"><a title=">" href=/11>', ["/10", "/11"]),
@@ -10610,9 +10617,10 @@ class ScanLinksStandardTest(unittest.TestCase):
             ("<style media=all>p{}</style><STYLE>a<a href=/t></style><a href=/15>", ["/15"]),
             ("<meta charset=utf-8><meta/><META content=x><a href=/16>", ["/16"]),
         ])
-        self.assertEqual(crawl.scan_links("<a href=/x><img src=/i>").links,
-                         [("/x", "link"), ("/i", "img src")])
-        for text in ('<a href=/17 rel="alternate">', "<a REL='Next Prev' href=/18>", "<a href=x>"):
+        self.assertEqual(crawl.scan_links("<a href=/x><img src=/i><link rel=icon href=/c>").links,
+                         [("/x", "link"), ("/i", "img src"), ("/c", "link href")])
+        for text in ('<a href=/17 rel="alternate">', "<a REL='Next Prev' href=/18>", "<a href=x>",
+                     '<link href="/c2" rel="alternate stylesheet" media=all>', "<link rel=icon href=x>"):
             with self.subTest(text=text):  # one match of _SKIP holds the value
                 self.assertIn(crawl._SKIP.match(text).lastindex, crawl._FAST_LINK_VIA)
         self.assertNotIn(crawl._SKIP.match("<a rel=nofollowx href=/19>").lastindex,
