@@ -326,6 +326,10 @@ OPTIONS = (
     Option("max_size", "--max-size", DEFAULT_MAX_BODY_SIZE, "client", byte_size, "BYTES",
            "largest body kept, after decompression; 512K, 10M and 1G (1024-based) "
            "are understood", shown=f"{DEFAULT_MAX_BODY_SIZE} = 10M"),
+    Option("compression", "--no-compression", True, "client", SWITCH, None,
+           "ask for bodies as they are (Accept-Encoding: identity), not gzip or deflate: "
+           "less work for both ends when the server is on this machine or network",
+           shown="off"),
     Option("user_agent", "--user-agent", DEFAULT_USER_AGENT, "client", None, "STRING",
            "User-Agent field; its first word is the robots.txt product token",
            shown=f"`{DEFAULT_USER_AGENT}`"),
@@ -3282,8 +3286,9 @@ class Client:
     """An HTTP/1.1 client with a pool of persistent connections.
 
     Options: the keywords of OPTIONS whose component is "client" (timeout,
-    connect_timeout, read_timeout, max_size, user_agent, accept, cafile,
-    verify, max_idle_per_origin, max_idle), with their defaults there.
+    connect_timeout, read_timeout, max_size, compression, user_agent,
+    accept, cafile, verify, max_idle_per_origin, max_idle), with their
+    defaults there.
     Times are seconds: timeout is the total deadline per fetch, connecting
     included, which a server trickling bytes cannot extend. verify=False
     is a loud opt-in: it is logged as a warning.
@@ -3299,6 +3304,7 @@ class Client:
         self.read_timeout = settings["read_timeout"]
         self.timeout = settings["timeout"]
         self.max_size = settings["max_size"]
+        self.compression = settings["compression"]
         self.verify = settings["verify"]
         self.cafile = settings["cafile"]
         self.pool = ConnectionPool(settings["max_idle_per_origin"], settings["max_idle"])
@@ -3381,9 +3387,10 @@ class Client:
             raise TimeoutError(f"{url}: {error}") from None
 
     def _request_bytes(self, method, target, host, headers):
+        coding = "gzip, deflate" if self.compression else "identity"
         lines = [f"{method} {target} HTTP/1.1", f"Host: {host}",
                  f"User-Agent: {self.user_agent}", f"Accept: {self.accept}",
-                 "Accept-Encoding: gzip, deflate", "Connection: keep-alive"]
+                 f"Accept-Encoding: {coding}", "Connection: keep-alive"]
         for name, value in (headers.items() if isinstance(headers, dict) else headers or ()):
             if not _TOKEN.fullmatch(name):
                 raise ValueError(f"invalid field name {name!r}: it must be an RFC 9110 token")

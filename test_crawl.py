@@ -1530,7 +1530,7 @@ class VocabularyTest(unittest.TestCase):
         argv = ["example.test", "--max-tasks", "3", "--max-redirect", "0", "--max-tries", "2",
                 "--max-pages", "7", "--max-depth", "1", "--delay", "0.5", "--lenient",
                 "--exclude", "x$", "--no-robots", "--timeout", "9", "--max-size", "100",
-                "--user-agent", "bot/1", "--cafile", CERT_FILE, "--insecure", "-q"]
+                "--user-agent", "bot/1", "--cafile", CERT_FILE, "--insecure", "--no-compression", "-q"]
         with mock.patch.object(crawl, "Crawler", fake_crawler):
             self.assertEqual(run_main(argv)[0], 2)
         (roots, options), = seen
@@ -1541,11 +1541,12 @@ class VocabularyTest(unittest.TestCase):
         given = {key: options[key] for key in (
             "max_tasks", "max_redirect", "max_tries", "max_pages", "max_depth", "delay",
             "lenient", "exclude", "robots", "timeout", "max_size", "user_agent", "cafile",
-            "verify")}
+            "verify", "compression")}
         self.assertEqual(given, {
             "max_tasks": 3, "max_redirect": 0, "max_tries": 2, "max_pages": 7, "max_depth": 1,
             "delay": 0.5, "lenient": True, "exclude": ["x$"], "robots": False, "timeout": 9.0,
-            "max_size": 100, "user_agent": "bot/1", "cafile": CERT_FILE, "verify": False})
+            "max_size": 100, "user_agent": "bot/1", "cafile": CERT_FILE, "verify": False,
+            "compression": False})
 
     def test_every_error_kind_the_code_names_is_declared(self):
         with open(os.path.join(HERE, "crawl.py"), encoding="utf-8") as file:
@@ -5911,6 +5912,11 @@ class HTTPRequestTest(HTTPLayerTestCase):
         line, fields = parse_request_head(requests[2])
         self.assertEqual(line, "GET /x HTTP/1.1")
         self.assertIn(("X-Test", "yes"), fields)
+
+    def test_no_compression_asks_for_the_body_as_it_is(self):
+        server, requests = self.recorder()
+        self.get(self.client(compression=False), server.url("/"))
+        self.assertEqual(dict(parse_request_head(requests[0])[1])["Accept-Encoding"], "identity")
 
     def test_custom_user_agent(self):
         server, requests = self.recorder()
