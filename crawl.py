@@ -327,8 +327,8 @@ OPTIONS = (
            "largest body kept, after decompression; 512K, 10M and 1G (1024-based) "
            "are understood", shown=f"{DEFAULT_MAX_BODY_SIZE} = 10M"),
     Option("compression", "--no-compression", True, "client", SWITCH, None,
-           "ask for bodies as they are (Accept-Encoding: identity), not gzip or deflate: "
-           "less work for both ends when the server is on this machine or network",
+           "ask for every body as it is (Accept-Encoding: identity), not gzip or deflate: "
+           "less work for both ends when the site is served from this machine or network",
            shown="off"),
     Option("user_agent", "--user-agent", DEFAULT_USER_AGENT, "client", None, "STRING",
            "User-Agent field; its first word is the robots.txt product token",
@@ -6158,8 +6158,8 @@ def _run_crawl(crawler, args, writer):
 # are stepped over by one regular expression, _SKIP, in C. It stops only at
 # a start tag of RESOURCE_ATTRIBUTES or _TEXT_ONLY (or base, meta,
 # frameset) that may name something, or at a construct left open at the
-# end of the input; at a plain <a href> or <img src> it stops with the
-# value in hand.
+# end of the input; at a plain <a href>, <img src> or <link href> (the
+# commonest links) it stops with the value in hand.
 # What the standard says, construct by construct:
 #   - a start or end tag is "<" + name + attributes up to the first ">"
 #     outside a quoted attribute value (_tag_rest); one never closed
@@ -6197,12 +6197,15 @@ def _run_crawl(crawler, args, writer):
 # CPython gh-106052); before, the attributes are matched inside a
 # lookahead and consumed with a backreference, (?=(...))\1, which does the
 # same (a lookahead is never re-entered once it has matched).
-# From 3.11.5 on, _SKIP also makes possessive ("*+", "++", "{m,n}+") the
-# repeats where backtracking could never lead to another match: a run of
-# characters of a class followed by a character outside it (a shorter run
-# would leave a character of the class, which what follows cannot start
-# with), a shorter run of attributes likewise, and the repeat of
-# constructs, which is followed by a part that matches whatever comes.
+# From 3.11.5 on, _SKIP (and _PLAIN_ATTRIBUTE) also make possessive ("*+",
+# "++", "{m,n}+") the repeats where backtracking could never lead to
+# another match: a run of characters of a class followed by a character
+# outside it (a shorter run would leave a character of the class, which
+# what follows cannot start with; the one exception, an unquoted value
+# ending in "/" before ">", which a shorter run could read as "/>", ends
+# the tag at the same ">" either way), a shorter run of attributes
+# likewise, and the repeat of constructs, which is followed by a part that
+# matches whatever comes.
 # The matches are the same, without the backtracking points the engine
 # would keep for each repetition, or the steps back one character at a
 # time when what follows fails (measured with callgrind: -17%, then -7% of
@@ -6233,8 +6236,9 @@ _ATTRIBUTE_SHAPE = (r"""[\t\n\f\r /]*[^\t\n\f\r />][^\t\n\f\r />=]*"""
                     r"""(?:[\t\n\f\r ]*=[\t\n\f\r ]*(?:"[^"]*"?|'[^']*'?|[^\t\n\f\r >]*))?""")
 
 
-# No pattern repeats attributes more than _ATTRIBUTES_AT_ONCE times (see
-# _read_tag): up to that many attributes, each read the first way it can be.
+# No match repeats attributes more than _ATTRIBUTES_AT_ONCE times in all
+# (see _read_tag; a pattern with several runs of attributes gives each a
+# share): up to that many attributes, each read the first way it can be.
 _ATTRIBUTES_AT_ONCE = 1000
 _ATTRIBUTE_RUN_SHAPE = r"(?:%s){0,%d}" % (_ATTRIBUTE_SHAPE, _ATTRIBUTES_AT_ONCE)
 
@@ -6335,14 +6339,15 @@ _PLAIN_ATTRIBUTES = r"(?:[\t\n\f\r ]++%s%s){0,%d}+" % (
     _PLAIN_NAME, _PLAIN_EQUALS_VALUE, _ATTRIBUTES_AT_ONCE)
 
 
-def _plain_attributes_but(*names, unless=None):
+def _plain_attributes_but(*names, unless=None, runs=1):
     """A pattern for plain attributes of which none is called one of the
-    names (in any case), or matches the pattern unless."""
+    names (in any case), or matches the pattern unless: at most a share of
+    _ATTRIBUTES_AT_ONCE, for a pattern with that many runs of them."""
     attribute = r"(?!(?i:%s)(?![-a-zA-Z0-9_:.]))%s%s" % (
         "|".join(names), _PLAIN_NAME, _PLAIN_EQUALS_VALUE)
     if unless is not None:
         attribute = "(?:%s|%s)" % (attribute, unless)
-    return r"(?:[\t\n\f\r ]++%s){0,%d}+" % (attribute, _ATTRIBUTES_AT_ONCE)
+    return r"(?:[\t\n\f\r ]++%s){0,%d}+" % (attribute, _ATTRIBUTES_AT_ONCE // runs)
 
 
 # Tags to scan that _SKIP steps over when they are of the plain shape and
@@ -6362,10 +6367,10 @@ _NOTHING_TO_SCAN = r"""<(?=[mMtTsS])(?:
     "no_src": _plain_attributes_but("src"), "end": _PLAIN_TAG_END}
 
 # A rel attribute of the plain shape rel=value that cannot say nofollow:
-# "nofollow" in no case, and no character reference that could spell it
-# (no character outside ASCII lower-cases to one of its letters). The
-# lookaheads' runs are greedy, not possessive: they give back characters
-# until "nofollow" can follow.
+# "nofollow" in no case (and no character outside ASCII lower-cases to one
+# of its letters), no "&" (a character reference could spell it), no NUL.
+# The lookaheads' runs are greedy, not possessive: they give back
+# characters until "nofollow" can follow.
 _REL_NOT_NOFOLLOW = r"""(?i:rel)=(?:
       "(?![^"]*(?i:nofollow))[^"&\x00]*+"
     | '(?![^']*(?i:nofollow))[^'&\x00]*+'
@@ -6396,8 +6401,8 @@ def _plain_link_tag(tag, attribute, changes, harmless):
         %(value)s%(after)s%(end)s""" % {
         "tag": _names_pattern([tag]), "attribute": attribute,
         "value": _plain_link_value(tag, attribute),
-        "before": _plain_attributes_but(attribute, changes, unless=harmless),
-        "after": _plain_attributes_but(changes, unless=harmless), "end": _PLAIN_TAG_END}
+        "before": _plain_attributes_but(attribute, changes, unless=harmless, runs=2),
+        "after": _plain_attributes_but(changes, unless=harmless, runs=2), "end": _PLAIN_TAG_END}
 
 
 # A rel of <link> that names a resource to fetch: one of its tokens is in
@@ -6413,11 +6418,12 @@ _RESOURCE_REL = r"""(?i:rel)=(?:
 # <link> of the plain shape with one rel, one that names a resource, and an
 # href=value (the first href) before or after it: the value in link_href_1
 # to _3 (rel first) or _4 to _6 (href first).
-_PLAIN_LINK_ELEMENT = r"""<(?:l|L)(?i:ink)%(neither)s[\t\n\f\r ]++
+_PLAIN_LINK_ELEMENT = r"""<%(link)s%(neither)s[\t\n\f\r ]++
     (?:%(rel)s%(neither)s[\t\n\f\r ]++(?i:href)=%(rel_first)s
     | (?i:href)=%(href_first)s%(no_rel)s[\t\n\f\r ]++%(rel)s)
     %(no_rel)s%(end)s""" % {
-    "neither": _plain_attributes_but("href", "rel"), "no_rel": _plain_attributes_but("rel"),
+    "link": _names_pattern(["link"]), "neither": _plain_attributes_but("href", "rel", runs=3),
+    "no_rel": _plain_attributes_but("rel", runs=3),
     "rel": _RESOURCE_REL, "rel_first": _plain_link_value("link", "href"),
     "href_first": _plain_link_value("link", "href", first=4), "end": _PLAIN_TAG_END}
 
@@ -6444,7 +6450,7 @@ _SKIP = re.compile(_possessive(r"""(?:[^<]*+(?:  # text, then one of:
     | <(?![a-zA-Z/!?])                              # a "<" that starts nothing
     | %(nothing)s                                   # a tag to scan that names nothing
     )){0,10000}+[^<]*+
-    (?:%(link_tags)s                                # <a href>, <img src>, plain: the value
+    (?:%(link_tags)s                                # <a href>, <img src>, <link href>: the value
     | <(?P<tag>%(scan)s)(?P<attributes>%(plain)s)%(end)s)?  # a tag to scan, plain
     """ % {"scan": _SCAN_TAG_NAME, "plain": _PLAIN_ATTRIBUTES, "name": _TAG_NAME,
            "rest1": _tag_rest(1), "rest2": _tag_rest(2),
@@ -6496,10 +6502,13 @@ def scan_links(text):
     links = found.links
     position = 0
     while position < len(text):
-        # Each match starts where the one before ended (finditer() spares
-        # the setting up that a match() call per stop takes: measured, -8%
-        # of scan_links' instructions), up to one that steps over nothing:
-        # a "<" that _SKIP does not step over, or the end of the text.
+        # _SKIP matches (maybe nothing) wherever it starts, so each match
+        # of finditer() starts where the one before ended (finditer()
+        # spares the setting up that a match() call per stop takes:
+        # measured, -8% of scan_links' instructions). The loop ends at a
+        # text-only element's start tag, whose text is skipped below, or
+        # at a match of nothing: a "<" that _SKIP does not step over, or
+        # the end of the text.
         for match in _SKIP.finditer(text, position):
             stop = match.lastindex  # the group that ended the match, if any
             via = _FAST_LINK_VIA.get(stop)
@@ -6514,7 +6523,7 @@ def scan_links(text):
             elif match.end() == match.start():
                 break
         # Out of the loop, so that the memory the matching took is freed
-        # (a tag of 1,000 attributes can take a megabyte before 3.11).
+        # (before 3.11, a megabyte for a tag of 1,000 attributes).
         if stop == _ATTRIBUTES_GROUP:
             position = _skip_text_only(text, match.end(), tag)
         else:
@@ -6690,14 +6699,17 @@ class LinkResolver:
         self.origin = f"{scheme}://{authority}"
         self.directory = self.origin + path[:path.rfind("/") + 1]
         self.scheme = scheme
-        self._above = {}  # leading "./" and "../" of a link -> the directory they lead to
+        self._above = {}  # levels up ("../" count) -> that directory, as found
 
     def _up(self, dots):
         """The directory that a link's leading "./" and "../" (dots) lead
-        to from the base's: worked out once per page for each dots."""
-        directory = self._above.get(dots)
+        to from the base's: worked out once per page for each number of
+        levels (keyed by that number, not by dots, which a page may spell
+        in thousands of ways, each keeping its own copy of the directory)."""
+        levels = dots.count("../")
+        directory = self._above.get(levels)
         if directory is None:
-            directory = self._above[dots] = self._levels_up(dots.count("../"))
+            directory = self._above[levels] = self._levels_up(levels)
         return directory
 
     def _levels_up(self, levels):

@@ -10682,6 +10682,7 @@ class ScanLinksStandardTest(unittest.TestCase):
         pages = ["<a " * 100_000 + "href=/x>", "<p " + 'x=""' * 100_000 + "><a href=/x>",
                  "<p " + 'x="" ' * 100_000 + "><a href=/x>", "<a " + "x=y " * 100_000 + "href=/x>",
                  "</script " + 'x=""' * 100_000 + "><a href=/x>",
+                 "<link" + " x=y" * 999 + " rel=icon" + " x=y" * 999 + " href=/x" + " x=y" * 98_000 + ">",
                  '<img srcset="/x ' + "y" * 300_000 + '">']
         for page in pages:
             with self.subTest(page=page[:16]):
@@ -10785,6 +10786,14 @@ class LinkResolverTest(unittest.TestCase):
             self.assertEqual(resolver.resolve("d%7e.html"), "http://h.test/a/b/d~.html")
             self.assertEqual(resolver.resolve("d/./e"), "http://h.test/a/b/d/e")
             self.assertEqual(len(cache), 2)
+
+    def test_the_directories_above_are_kept_once_per_level(self):
+        # A page may spell "one level up" in thousands of ways: one entry.
+        resolver = crawl.LinkResolver("http://h.test/a/b/c/d.html")
+        for n in range(50):
+            self.assertEqual(resolver.resolve("./" * n + "../x"), "http://h.test/a/b/x")
+            self.assertEqual(resolver.resolve("../" + "./" * n + "y"), "http://h.test/a/b/y")
+        self.assertEqual(resolver._above, {1: "http://h.test/a/b/"})
 
     def test_the_cache_stays_within_its_bound(self):
         resolver = crawl.LinkResolver("http://h.test/")
