@@ -6356,8 +6356,9 @@ def _plain_attributes_but(*names, unless=None, runs=1):
 # <meta> without a name attribute (only name=robots counts), and <title>,
 # <style> and <script> without src whose text holds no "<" (so nothing in
 # it can end the element early or start an escape) up to a plain end tag.
-# (The lookahead on first letters lets the engine leave at once at any
-# other tag to scan: a branch that starts with (?i:...) is always entered.)
+# (The lookahead on the four names' first letters lets the engine leave at
+# once at any other tag to scan: a branch that starts with (?i:...) is
+# always entered.)
 _NOTHING_TO_SCAN = r"""<(?=[mMtTsS])(?:
       (?i:meta)%(no_name)s%(end)s
     | (?i:title)%(plain)s%(end)s[^<]*+</(?i:title)>
@@ -6699,33 +6700,23 @@ class LinkResolver:
         self.origin = f"{scheme}://{authority}"
         self.directory = self.origin + path[:path.rfind("/") + 1]
         self.scheme = scheme
-        self._above = {}  # levels up ("../" count) -> that directory, as found
+        self._above = {}  # levels up -> that directory, worked out once per page
 
-    def _up(self, dots):
-        """The directory that a link's leading "./" and "../" (dots) lead
-        to from the base's: worked out once per page for each number of
-        levels (keyed by that number, not by dots, which a page may spell
-        in thousands of ways, each keeping its own copy of the directory)."""
-        levels = dots.count("../")
+    def _up(self, levels):
+        """The directory levels above the base's ("../" removes one)."""
         directory = self._above.get(levels)
         if directory is None:
-            directory = self._above[levels] = self._levels_up(levels)
-        return directory
-
-    def _levels_up(self, levels):
-        """The directory levels above the base's."""
-        directory = self.directory
-        for _ in range(levels):
-            cut = directory.rfind("/", len(self.origin), len(directory) - 1)
-            if cut < 0:
-                break  # at the root: ".." above it is dropped (RFC 3986 §5.2.4)
-            directory = directory[:cut + 1]
+            directory = self.directory
+            for _ in range(levels):
+                cut = directory.rfind("/", len(self.origin), len(directory) - 1)
+                if cut < 0:
+                    break  # at the root: ".." above it is dropped (RFC 3986 §5.2.4)
+                directory = directory[:cut + 1]
+            self._above[levels] = directory
         return directory
 
     def _context(self, raw):
-        if not raw:
-            return self.base
-        first = raw[0]
+        first = raw[0]  # resolve() has answered "" already
         if first == "/":
             return self.scheme if raw[1:2] == "/" else self.origin
         if first.isalnum() or first in "._-~%":
@@ -6745,7 +6736,7 @@ class LinkResolver:
                 if from_root:
                     url = self.origin + "/" + path
                 elif "../" in dots:
-                    url = self._up(dots) + path
+                    url = self._up(dots.count("../")) + path
                 else:
                     url = self.directory + path
                 return url + query if query else url
