@@ -270,7 +270,8 @@ OPTIONS = (
            "fetch at most N URLs, whatever their status or type (robots.txt not "
            "counted)", shown="no limit"),
     Option("max_depth", "--max-depth", None, "crawler", whole_number(0), "N",
-           "follow links at most N hops from a root", shown="no limit"),
+           "follow links at most N hops from a root; the crawl then goes one depth at a "
+           "time, so that each URL counts its fewest hops (as wget -r)", shown="no limit"),
     Option("delay", "--delay", 0.0, "crawler", seconds(True), "SECONDS",
            "minimum gap between requests to one host; robots.txt Crawl-delay "
            "applies if larger", shown="0"),
@@ -466,7 +467,8 @@ RECORD_FIELDS = {
               "false for a URL fine or not fetched by choice",
     "tries": "fetch attempts (0 for a URL not fetched)",
     "elapsed": "seconds from the first attempt to the end, back-off included",
-    "depth": "links from a root (a redirect keeps its source's depth)",
+    "depth": "links from a root: the fewest with --max-depth, else those of the path that "
+             "found it first (a redirect keeps its source's depth)",
     "referrer": "the first page that linked to it, or the URL that redirected to it",
     "via": 'how it was found: "root", "link", "redirect", "sitemap" (listed in a sitemap, '
            'or /sitemap.xml), "robots.txt" (a sitemap it names), or the tag and attribute '
@@ -4089,6 +4091,8 @@ def product_token(user_agent):
 # from it, fetch them through one Client and put the new links they find
 # back on it; the seen set makes sure each URL is queued once. The crawl is
 # over when the queue is joined: every URL put on it has been marked done.
+# With --max-depth it is joined once per depth, and the URLs found one link
+# deeper are put on it only then (breadth first, as wget -r).
 # Whatever happens to a URL, it ends with exactly one Record. The seen set
 # and the records are one RecordStore, which also keeps what the crawler
 # knows of how a waiting URL was reached (a worker takes it as a
@@ -4716,6 +4720,10 @@ class Crawler:
     def _init_bookkeeping(self):
         """The frontier, the records and the counts of a crawl not begun."""
         self.frontier = Queue()  # of URLs
+        # With --max-depth the crawl goes one depth at a time (_join_levels):
+        # the URLs deeper than the depth being crawled wait here, by depth.
+        self.current_depth = 0
+        self._deeper = collections.defaultdict(list)
         # Every URL seen, with its depth, referrer and via, and once it
         # finished its record: url -> Record (RecordStore).
         self.records = RecordStore()
@@ -4810,12 +4818,32 @@ class Crawler:
         if row is not None:
             if referrer is not None:
                 self._count_link(url, row, referrer)
+            if self._deeper and depth <= self.current_depth:
+                self._bring_forward(url, depth)
             return False
         self.records.add(url, depth, referrer, via, 0 if referrer is None else 1)
         if redirects_left != self.max_redirect or chain:
             self._redirects[url] = (redirects_left, chain)
-        self.frontier.put_nowait(url)
+        if self.max_depth is not None and depth > self.current_depth:
+            self._deeper[depth].append(url)
+        else:
+            self.frontier.put_nowait(url)
         return True
+
+    def _bring_forward(self, url, depth):
+        """With --max-depth: url, seen before, was found again at the depth
+        being crawled (where a redirect leads, or in a sitemap). If it waits
+        for a later depth, it is queued now, with this depth (and left in
+        its list: _waiting_for() skips it there)."""
+        if url not in self.records and self.records.field(url, "depth") > self.current_depth:
+            self.records.set_field(url, "depth", depth)
+            self.frontier.put_nowait(url)
+
+    def _waiting_for(self, depth):
+        """The URLs that waited for depth (taken off their list), but those
+        _bring_forward() queued since."""
+        field = self.records.field
+        return [url for url in self._deeper.pop(depth, ()) if field(url, "depth") == depth]
 
     def _count_link(self, url, row, referrer):
         """One more page, referrer, links to url (seen before, at row)."""
@@ -4881,7 +4909,7 @@ class Crawler:
         self._workers = [loop.create_task(self._work(), name=f"worker-{n}")
                          for n in range(self.max_tasks)]
         try:
-            yield from self.frontier.join()
+            yield from self._join_levels()
             if self.fragments:
                 self._check_fragments()
         except GeneratorExit:  # dropped without being run to the end: no waiting now
@@ -4896,6 +4924,20 @@ class Crawler:
             raise
         yield from self._shut_down()
         return self.records
+
+    def _join_levels(self):
+        """Wait until every URL queued is done. With --max-depth, one depth
+        at a time: the URLs found one link deeper are queued once every URL
+        of this depth is done. So each URL is first found by a page as few
+        links from a root as any (breadth first, as wget -r), and what
+        --max-depth cuts does not depend on which page answered first:
+        otherwise a slow page lets a longer path reach a URL first."""
+        yield from self.frontier.join()
+        while self._deeper:
+            self.current_depth = min(self._deeper)
+            for url in self._waiting_for(self.current_depth):
+                self.frontier.put_nowait(url)
+            yield from self.frontier.join()
 
     # Skip on first reading: shutting down cleanly on Ctrl-C.
     def _shut_down(self):
@@ -4916,10 +4958,16 @@ class Crawler:
             raise CancelledError()
 
     def _abandon(self):
-        """Record every URL still queued as interrupted and close the client
-        (no waiting: this also runs when the loop is gone)."""
+        """Record every URL still queued (or waiting for its depth) as
+        interrupted and close the client (no waiting: this also runs when
+        the loop is gone)."""
+        waiting = []
         while not self.frontier.empty():
-            record = self.records.new_record(self.frontier.get_nowait())
+            waiting.append(self.frontier.get_nowait())
+        for depth in sorted(self._deeper):
+            waiting.extend(self._waiting_for(depth))
+        for url in waiting:
+            record = self.records.new_record(url)
             self._not_fetched(record, "interrupted", "not fetched: the crawl was interrupted")
         self.client.close()
         self.finished = self._clock()  # the loop's clock, as self.started
@@ -5587,7 +5635,8 @@ class Crawler:
         return {
             "urls": len(self.records),
             "pages": self.pages,
-            "queued": self.frontier.qsize(),
+            # (a URL brought forward is counted twice until its depth comes)
+            "queued": self.frontier.qsize() + sum(map(len, self._deeper.values())),
             "in_progress": self.in_progress,
             "fetching": self.fetching,
             "failed": self.failed,

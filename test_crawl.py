@@ -7639,6 +7639,85 @@ class CrawlerSiteTest(CrawlerTestCase):
         self.assertEqual(set(records), {site.url("/"), site.url("/a")})
         self.assert_record(records[site.url("/a")], error_kind="max_depth", depth=1)
 
+    def crawl_with_a_slow_page(self, slow_path, routes=None, **options):
+        """A crawl of routes (by default a site where / links to /a and /b,
+        /a to /d, /b to /c and /c to /d) with every fetch of slow_path held
+        5 s (virtual) before it starts; returns ({path: record}, the
+        targets in request order)."""
+        site = self.site(routes or {
+            "/": html_page("/a", "/b"), "/a": html_page("/d"), "/b": html_page("/c"),
+            "/c": html_page("/d"), "/d": html_page()})
+        crawler = crawl.Crawler([site.url("/")], **dict(self.crawl_defaults, robots=False, **options))
+        fetch = crawler.client.fetch
+
+        def late_fetch(url, *args, **kwargs):
+            if url == site.url(slow_path):
+                yield from crawl.sleep(5)
+            return (yield from fetch(url, *args, **kwargs))
+
+        crawler.client.fetch = late_fetch
+        records = self.run_co(crawler.crawl())
+        return {url[len(site.url("")):]: record for url, record in records.items()}, site.targets()
+
+    @virtual_clock(io_grace=0.2)
+    def test_max_depth_counts_the_fewest_links_whichever_page_answers_first(self):
+        # /d is 2 links from the root through /a, 3 through /b and /c; /a
+        # answers last. The crawl goes one depth at a time, so /c is not
+        # fetched before /a, and /d is first found on /a.
+        records, targets = self.crawl_with_a_slow_page("/a", max_depth=2)
+        self.assertEqual({path: (r.status, r.depth) for path, r in records.items()},
+                         {"/": (200, 0), "/a": (200, 1), "/b": (200, 1), "/c": (200, 2), "/d": (200, 2)})
+        self.assertEqual(records["/d"].referrer[-2:], "/a")
+        self.assertEqual(sorted(targets[:3]), ["/", "/a", "/b"])
+        # The same with /b slow: nothing waits for a slower path.
+        records, _ = self.crawl_with_a_slow_page("/b", max_depth=2)
+        self.assertEqual(records["/d"].depth, 2)
+        # With one depth less, /d is beyond it whichever page answers first.
+        records, targets = self.crawl_with_a_slow_page("/a", max_depth=1)
+        self.assert_record(records["/d"], status=None, error_kind="max_depth", depth=2)
+        self.assert_record(records["/c"], status=None, error_kind="max_depth", depth=2)
+        self.assertEqual(sorted(targets), ["/", "/a", "/b"])
+
+    @virtual_clock(io_grace=0.2)
+    def test_a_redirect_brings_a_url_waiting_for_a_later_depth_forward(self):
+        # /new is found on /a one link deeper than /old, which redirects to
+        # it later (it is slow): a redirect keeps its source's depth.
+        routes = {"/": html_page("/old", "/a"), "/old": redirect("/new"), "/a": html_page("/new"),
+                  "/new": html_page()}
+        records, targets = self.crawl_with_a_slow_page("/old", routes, max_depth=1)
+        self.assert_record(records["/new"], status=200, depth=1)
+        self.assertEqual(targets.count("/new"), 1)
+        self.assertEqual(records["/new"].referrer[-2:], "/a")  # the first page that linked to it
+
+    def test_urls_waiting_for_their_depth_are_recorded_when_interrupted(self):
+        release = threading.Event()
+        self.addCleanup(release.set)
+
+        def blocked(handler):
+            release.wait(10)
+            return html_page()
+
+        site = self.site({"/": html_page("/a", "/b"), "/a": html_page("/c"), "/b": blocked})
+        crawler = crawl.Crawler([site.url("/")], **dict(self.crawl_defaults, robots=False,
+                                                         max_depth=5, timeout=5))
+        with self.assertRaises(TimeoutError):
+            self.loop.run_until_complete(crawl.wait_for(crawler.crawl(), 0.5))
+        release.set()
+        # /b was being fetched; /c, found on /a, waited for /b's depth to be done.
+        self.assertEqual({url[len(site.url("")):]: (r.status, r.error_kind, r.depth)
+                          for url, r in crawler.records.items()},
+                         {"/": (200, None, 0), "/a": (200, None, 1), "/b": (None, "interrupted", 1),
+                          "/c": (None, "interrupted", 2)})
+        self.assertEqual(crawler.stats()["queued"], 0)
+
+    @virtual_clock(io_grace=0.2)
+    def test_without_max_depth_no_page_waits_for_a_slower_one(self):
+        # No depth to cut at: /c and /d are fetched while /a is held, and
+        # /d's depth is that of the path that found it first.
+        records, targets = self.crawl_with_a_slow_page("/a")
+        self.assertEqual(targets[-1], "/a")
+        self.assertEqual(records["/d"].depth, 3)
+
     def test_max_pages(self):
         site = self.site({"/": html_page("/a", "/b", "/c"), "/a": html_page("/d"),
                             "/b": html_page(), "/c": html_page()})
