@@ -271,7 +271,8 @@ OPTIONS = (
            "counted)", shown="no limit"),
     Option("max_depth", "--max-depth", None, "crawler", whole_number(0), "N",
            "follow links at most N hops from a root; the crawl then goes one depth at a "
-           "time, so that each URL counts its fewest hops (as wget -r)", shown="no limit"),
+           "time (each waits for its slowest URL), so that each URL counts its fewest hops, "
+           "as with wget -r", shown="no limit"),
     Option("delay", "--delay", 0.0, "crawler", seconds(True), "SECONDS",
            "minimum gap between requests to one host; robots.txt Crawl-delay "
            "applies if larger", shown="0"),
@@ -469,7 +470,8 @@ RECORD_FIELDS = {
     "elapsed": "seconds from the first attempt to the end, back-off included",
     "depth": "links from a root: the fewest with --max-depth, else those of the path that "
              "found it first (a redirect keeps its source's depth)",
-    "referrer": "the first page that linked to it, or the URL that redirected to it",
+    "referrer": "the first page that linked to it, or the URL that redirected to it (with "
+                "--max-depth, the first on a path of its depth)",
     "via": 'how it was found: "root", "link", "redirect", "sitemap" (listed in a sitemap, '
            'or /sitemap.xml), "robots.txt" (a sitemap it names), or the tag and attribute '
            'of a resource ("img src", "css url")',
@@ -4724,6 +4726,7 @@ class Crawler:
         # the URLs deeper than the depth being crawled wait here, by depth.
         self.current_depth = 0
         self._deeper = collections.defaultdict(list)
+        self._waiting_for_depth = 0  # in those lists, but those brought forward
         # Every URL seen, with its depth, referrer and via, and once it
         # finished its record: url -> Record (RecordStore).
         self.records = RecordStore()
@@ -4812,38 +4815,53 @@ class Crawler:
             host.endswith("." + root) for root in self.scope_hosts))
 
     def _discover(self, url, redirects_left, depth, referrer, chain=(), via="link"):
-        """Queue url unless it was seen before; True if it was queued.
-        Either way, count the page (referrer) that pointed to it."""
+        """Queue url (or, with --max-depth, keep it for its depth) unless it
+        was seen before; True if it is new. Either way, count the page
+        (referrer) that pointed to it."""
         row = self.records.row(url)
         if row is not None:
             if referrer is not None:
                 self._count_link(url, row, referrer)
             if self._deeper and depth <= self.current_depth:
-                self._bring_forward(url, depth)
+                self._bring_forward(url, row, redirects_left, depth, referrer, chain, via)
             return False
         self.records.add(url, depth, referrer, via, 0 if referrer is None else 1)
         if redirects_left != self.max_redirect or chain:
             self._redirects[url] = (redirects_left, chain)
         if self.max_depth is not None and depth > self.current_depth:
             self._deeper[depth].append(url)
+            self._waiting_for_depth += 1
         else:
             self.frontier.put_nowait(url)
         return True
 
-    def _bring_forward(self, url, depth):
-        """With --max-depth: url, seen before, was found again at the depth
-        being crawled (where a redirect leads, or in a sitemap). If it waits
-        for a later depth, it is queued now, with this depth (and left in
-        its list: _waiting_for() skips it there)."""
-        if url not in self.records and self.records.field(url, "depth") > self.current_depth:
-            self.records.set_field(url, "depth", depth)
-            self.frontier.put_nowait(url)
+    # Skip on first reading: --max-depth, a URL found again closer to a root.
+    def _bring_forward(self, url, row, redirects_left, depth, referrer, chain, via):
+        """url, seen before, was found again no deeper than the depth being
+        crawled (by a redirect, in a sitemap, or on a page that a sitemap
+        found late listed). If it waits for a later depth, it is queued now,
+        as found this time: its record's depth, referrer and via say how it
+        was reached. It stays in its list, where _waiting_for() skips it."""
+        if url in self.records or self.records.field(url, "depth") <= self.current_depth:
+            return  # done, or queued
+        first = self.records.field(url, "referrer")
+        if first is not None and first != referrer:
+            self._linking.add(row, first)  # still a page that links to it
+        for name, value in (("depth", depth), ("referrer", referrer), ("via", via)):
+            self.records.set_field(url, name, value)
+        self._redirects.pop(url, None)
+        if redirects_left != self.max_redirect or chain:
+            self._redirects[url] = (redirects_left, chain)
+        self._waiting_for_depth -= 1
+        self.frontier.put_nowait(url)
 
     def _waiting_for(self, depth):
-        """The URLs that waited for depth (taken off their list), but those
-        _bring_forward() queued since."""
+        """The URLs that waited for depth (taken off their list), except
+        those _bring_forward() queued since."""
         field = self.records.field
-        return [url for url in self._deeper.pop(depth, ()) if field(url, "depth") == depth]
+        waiting = [url for url in self._deeper.pop(depth, ()) if field(url, "depth") == depth]
+        self._waiting_for_depth -= len(waiting)
+        return waiting
 
     def _count_link(self, url, row, referrer):
         """One more page, referrer, links to url (seen before, at row)."""
@@ -5421,10 +5439,15 @@ class Crawler:
         if found is not None:  # --fragments: the raw links, fragments and all
             self._note_fragments(record, text, found, depth + 1)
         seen = self.records.row  # the row of a URL seen, else None
+        # A page a late sitemap listed (depth 0) may be read at a later depth.
+        closer = bool(self._deeper) and depth < self.current_depth
         for link, via in links.items():
             row = seen(link)
             if row is not None:  # only counted (most links of most pages)
                 self._count_link(link, row, record.url)
+                if closer:  # an off-site link follows no redirect, as below
+                    redirects = self.max_redirect if self.on_site(link) else 0
+                    self._bring_forward(link, row, redirects, depth + 1, record.url, (), via)
             elif self.on_site(link):
                 if not self._excluded(link) and self._discover(
                         link, self.max_redirect, depth + 1, record.url, (), via):
@@ -5635,8 +5658,7 @@ class Crawler:
         return {
             "urls": len(self.records),
             "pages": self.pages,
-            # (a URL brought forward is counted twice until its depth comes)
-            "queued": self.frontier.qsize() + sum(map(len, self._deeper.values())),
+            "queued": self.frontier.qsize() + self._waiting_for_depth,
             "in_progress": self.in_progress,
             "fetching": self.fetching,
             "failed": self.failed,

@@ -7643,11 +7643,13 @@ class CrawlerSiteTest(CrawlerTestCase):
         """A crawl of routes (by default a site where / links to /a and /b,
         /a to /d, /b to /c and /c to /d) with every fetch of slow_path held
         5 s (virtual) before it starts; returns ({path: record}, the
-        targets in request order)."""
-        site = self.site(routes or {
+        targets in request order). The site is self.slow_site, the crawler
+        self.slow_crawler."""
+        site = self.slow_site = self.site(routes or {
             "/": html_page("/a", "/b"), "/a": html_page("/d"), "/b": html_page("/c"),
             "/c": html_page("/d"), "/d": html_page()})
-        crawler = crawl.Crawler([site.url("/")], **dict(self.crawl_defaults, robots=False, **options))
+        options = dict(self.crawl_defaults, **dict(dict(robots=False), **options))
+        crawler = self.slow_crawler = crawl.Crawler([site.url("/")], **options)
         fetch = crawler.client.fetch
 
         def late_fetch(url, *args, **kwargs):
@@ -7657,6 +7659,7 @@ class CrawlerSiteTest(CrawlerTestCase):
 
         crawler.client.fetch = late_fetch
         records = self.run_co(crawler.crawl())
+        self.assertEqual(crawler.stats()["queued"], 0)
         return {url[len(site.url("")):]: record for url, record in records.items()}, site.targets()
 
     @virtual_clock(io_grace=0.2)
@@ -7685,9 +7688,44 @@ class CrawlerSiteTest(CrawlerTestCase):
         routes = {"/": html_page("/old", "/a"), "/old": redirect("/new"), "/a": html_page("/new"),
                   "/new": html_page()}
         records, targets = self.crawl_with_a_slow_page("/old", routes, max_depth=1)
-        self.assert_record(records["/new"], status=200, depth=1)
+        # Its record says how it was reached at its depth.
+        self.assert_record(records["/new"], status=200, depth=1, via="redirect",
+                           referrer=self.slow_site.url("/old"))
         self.assertEqual(targets.count("/new"), 1)
-        self.assertEqual(records["/new"].referrer[-2:], "/a")  # the first page that linked to it
+
+    @virtual_clock(io_grace=0.2)
+    def test_a_page_from_a_late_sitemap_brings_a_url_forward(self):
+        # The root links to /m, which links to /x, and to another origin of
+        # the site, whose robots.txt names a sitemap listing its /s (depth
+        # 0, but found while depth 1 is crawled); /s links to /x too.
+        # Whichever page answers first, /x is 1 link from a listed page.
+        for slow in ("/m", "other /"):
+            with self.subTest(slow=slow):
+                other = self.site()
+                site = self.site({"/": html_page("/m", other.url("/")), "/m": html_page("/x"),
+                                  "/x": html_page()})
+                other.routes.update({
+                    "/": html_page(), "/s": html_page(site.url("/x")),
+                    "/robots.txt": Page(f"User-agent: *\nSitemap: {other.url('/sitemap.xml')}\n",
+                                        content_type="text/plain"),
+                    "/sitemap.xml": Page(sitemap_xml(other.url("/s")),
+                                         content_type="application/xml")})
+                slow_url = site.url("/m") if slow == "/m" else other.url("/")
+                crawler = crawl.Crawler([site.url("/")], **dict(
+                    self.crawl_defaults, robots=True, sitemaps=True, max_depth=1))
+                fetch = crawler.client.fetch
+
+                def late_fetch(url, *args, **kwargs):
+                    if url == slow_url:
+                        yield from crawl.sleep(5)
+                    return (yield from fetch(url, *args, **kwargs))
+
+                crawler.client.fetch = late_fetch
+                records = self.run_co(crawler.crawl())
+                self.assert_record(records[other.url("/s")], status=200, depth=0, via="sitemap")
+                self.assert_record(records[site.url("/x")], status=200, depth=1,
+                                   referrer=other.url("/s"))
+                self.assertEqual(crawler.stats()["queued"], 0)
 
     def test_urls_waiting_for_their_depth_are_recorded_when_interrupted(self):
         release = threading.Event()
