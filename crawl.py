@@ -4726,7 +4726,7 @@ class Crawler:
         # the URLs deeper than the depth being crawled wait here, by depth.
         self.current_depth = 0
         self._deeper = collections.defaultdict(list)
-        self._waiting_for_depth = 0  # in those lists, but those brought forward
+        self._waiting_for_depth = 0  # of those, the ones to fetch (_count_waiting)
         # Every URL seen, with its depth, referrer and via, and once it
         # finished its record: url -> Record (RecordStore).
         self.records = RecordStore()
@@ -4830,7 +4830,7 @@ class Crawler:
             self._redirects[url] = (redirects_left, chain)
         if self.max_depth is not None and depth > self.current_depth:
             self._deeper[depth].append(url)
-            self._waiting_for_depth += 1
+            self._count_waiting(depth, 1)
         else:
             self.frontier.put_nowait(url)
         return True
@@ -4842,7 +4842,8 @@ class Crawler:
         found late listed). If it waits for a later depth, it is queued now,
         as found this time: its record's depth, referrer and via say how it
         was reached. It stays in its list, where _waiting_for() skips it."""
-        if url in self.records or self.records.field(url, "depth") <= self.current_depth:
+        waited_for = self.records.field(url, "depth")
+        if url in self.records or waited_for <= self.current_depth:
             return  # done, or queued
         first = self.records.field(url, "referrer")
         if first is not None and first != referrer:
@@ -4852,7 +4853,7 @@ class Crawler:
         self._redirects.pop(url, None)
         if redirects_left != self.max_redirect or chain:
             self._redirects[url] = (redirects_left, chain)
-        self._waiting_for_depth -= 1
+        self._count_waiting(waited_for, -1)
         self.frontier.put_nowait(url)
 
     def _waiting_for(self, depth):
@@ -4860,8 +4861,15 @@ class Crawler:
         those _bring_forward() queued since."""
         field = self.records.field
         waiting = [url for url in self._deeper.pop(depth, ()) if field(url, "depth") == depth]
-        self._waiting_for_depth -= len(waiting)
+        self._count_waiting(depth, -len(waiting))
         return waiting
+
+    def _count_waiting(self, depth, change):
+        """Keep count of the URLs waiting for a depth that will be crawled
+        (the progress line's "queued" counts them; the deeper ones are
+        only recorded)."""
+        if depth <= self.max_depth:
+            self._waiting_for_depth += change
 
     def _count_link(self, url, row, referrer):
         """One more page, referrer, links to url (seen before, at row)."""
@@ -4953,9 +4961,17 @@ class Crawler:
         yield from self.frontier.join()
         while self._deeper:
             self.current_depth = min(self._deeper)
-            for url in self._waiting_for(self.current_depth):
+            waiting = self._waiting_for(self.current_depth)
+            if self.current_depth > self.max_depth:
+                for url in waiting:  # beyond it: recorded, never fetched
+                    self._not_fetched(self.records.new_record(url), *self._too_deep())
+                continue
+            for url in waiting:
                 self.frontier.put_nowait(url)
             yield from self.frontier.join()
+
+    def _too_deep(self):
+        return "max_depth", f"not fetched: deeper than --max-depth {self.max_depth}"
 
     # Skip on first reading: shutting down cleanly on Ctrl-C.
     def _shut_down(self):
@@ -4986,7 +5002,10 @@ class Crawler:
             waiting.extend(self._waiting_for(depth))
         for url in waiting:
             record = self.records.new_record(url)
-            self._not_fetched(record, "interrupted", "not fetched: the crawl was interrupted")
+            if self.max_depth is not None and record.depth > self.max_depth:
+                self._not_fetched(record, *self._too_deep())  # never to be fetched anyway
+            else:
+                self._not_fetched(record, "interrupted", "not fetched: the crawl was interrupted")
         self.client.close()
         self.finished = self._clock()  # the loop's clock, as self.started
 
@@ -5013,10 +5032,7 @@ class Crawler:
                 self.frontier.task_done()
 
     def _process(self, item, record):
-        url, depth = item.url, item.depth
-        if self.max_depth is not None and depth > self.max_depth:
-            return self._not_fetched(record, "max_depth",
-                                     f"not fetched: deeper than --max-depth {self.max_depth}")
+        url = item.url
         trap = self._trap(url)
         if trap is not None:
             return self._not_fetched(record, *trap)

@@ -7675,11 +7675,18 @@ class CrawlerSiteTest(CrawlerTestCase):
         # The same with /b slow: nothing waits for a slower path.
         records, _ = self.crawl_with_a_slow_page("/b", max_depth=2)
         self.assertEqual(records["/d"].depth, 2)
-        # With one depth less, /d is beyond it whichever page answers first.
-        records, targets = self.crawl_with_a_slow_page("/a", max_depth=1)
+        # With one depth less, /d is beyond it whichever page answers first,
+        # and the progress line never counts it (or /c) as queued.
+        queued = {}
+
+        def note_queued(record):
+            queued[record.url[len(self.slow_site.url("")):]] = self.slow_crawler.stats()["queued"]
+
+        records, targets = self.crawl_with_a_slow_page("/a", max_depth=1, on_record=note_queued)
         self.assert_record(records["/d"], status=None, error_kind="max_depth", depth=2)
         self.assert_record(records["/c"], status=None, error_kind="max_depth", depth=2)
         self.assertEqual(sorted(targets), ["/", "/a", "/b"])
+        self.assertEqual(queued, {"/": 2, "/b": 0, "/a": 0, "/c": 0, "/d": 0})
 
     @virtual_clock(io_grace=0.2)
     def test_a_redirect_brings_a_url_waiting_for_a_later_depth_forward(self):
@@ -7747,6 +7754,15 @@ class CrawlerSiteTest(CrawlerTestCase):
                          {"/": (200, None, 0), "/a": (200, None, 1), "/b": (None, "interrupted", 1),
                           "/c": (None, "interrupted", 2)})
         self.assertEqual(crawler.stats()["queued"], 0)
+        # Beyond --max-depth, a URL waiting would never have been fetched.
+        release.clear()
+        site.routes["/b"] = blocked
+        crawler = crawl.Crawler([site.url("/")], **dict(self.crawl_defaults, robots=False,
+                                                         max_depth=1, timeout=5))
+        with self.assertRaises(TimeoutError):
+            self.loop.run_until_complete(crawl.wait_for(crawler.crawl(), 0.5))
+        release.set()
+        self.assertEqual(crawler.records[site.url("/c")].error_kind, "max_depth")
 
     @virtual_clock(io_grace=0.2)
     def test_without_max_depth_no_page_waits_for_a_slower_one(self):
