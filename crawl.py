@@ -4841,7 +4841,7 @@ class Crawler:
         crawled (by a redirect, in a sitemap, or on a page that a sitemap
         found late listed). If it waits for a later depth, it is queued now,
         as found this time: its record's depth, referrer and via say how it
-        was reached. It stays in its list, where _waiting_for() skips it."""
+        was reached. It stays in its list, where _take_waiting() skips it."""
         waited_for = self.records.field(url, "depth")
         if url in self.records or waited_for <= self.current_depth:
             return  # done, or queued
@@ -4856,13 +4856,18 @@ class Crawler:
         self._count_waiting(waited_for, -1)
         self.frontier.put_nowait(url)
 
-    def _waiting_for(self, depth):
-        """The URLs that waited for depth (taken off their list), except
-        those _bring_forward() queued since."""
-        field = self.records.field
-        waiting = [url for url in self._deeper.pop(depth, ()) if field(url, "depth") == depth]
-        self._count_waiting(depth, -len(waiting))
-        return waiting
+    def _take_waiting(self, depth):
+        """The URLs that waited for depth, except those _bring_forward()
+        queued since: each taken off its list as it is handed out, so that
+        an interruption leaves the rest to _abandon()."""
+        waiting = self._deeper[depth]
+        waiting.reverse()  # so that pop() hands them out in order
+        while waiting:
+            url = waiting.pop()
+            if self.records.field(url, "depth") == depth:
+                self._count_waiting(depth, -1)
+                yield url
+        del self._deeper[depth]
 
     def _count_waiting(self, depth, change):
         """Keep count of the URLs waiting for a depth that will be crawled
@@ -4961,12 +4966,11 @@ class Crawler:
         yield from self.frontier.join()
         while self._deeper:
             self.current_depth = min(self._deeper)
-            waiting = self._waiting_for(self.current_depth)
             if self.current_depth > self.max_depth:
-                for url in waiting:  # beyond it: recorded, never fetched
+                for url in self._take_waiting(self.current_depth):  # recorded, never fetched
                     self._not_fetched(self.records.new_record(url), *self._too_deep())
                 continue
-            for url in waiting:
+            for url in self._take_waiting(self.current_depth):
                 self.frontier.put_nowait(url)
             yield from self.frontier.join()
 
@@ -4999,7 +5003,7 @@ class Crawler:
         while not self.frontier.empty():
             waiting.append(self.frontier.get_nowait())
         for depth in sorted(self._deeper):
-            waiting.extend(self._waiting_for(depth))
+            waiting.extend(self._take_waiting(depth))
         for url in waiting:
             record = self.records.new_record(url)
             if self.max_depth is not None and record.depth > self.max_depth:

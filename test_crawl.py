@@ -304,6 +304,15 @@ def redirect(location, status=302):
     return Page(b"", status=status, headers=[("Location", location)], content_type=None)
 
 
+def held_page(release, seconds=10):
+    """A route that answers with an empty page once the threading.Event
+    release is set (or after seconds)."""
+    def held(handler):
+        release.wait(seconds)
+        return html_page()
+    return held
+
+
 # What a server thread sees when the client goes away mid-response.
 EXPECTED_DISCONNECTS = (ConnectionError, ssl.SSLError, socket.timeout)
 
@@ -7737,12 +7746,8 @@ class CrawlerSiteTest(CrawlerTestCase):
     def test_urls_waiting_for_their_depth_are_recorded_when_interrupted(self):
         release = threading.Event()
         self.addCleanup(release.set)
-
-        def blocked(handler):
-            release.wait(10)
-            return html_page()
-
-        site = self.site({"/": html_page("/a", "/b"), "/a": html_page("/c"), "/b": blocked})
+        site = self.site({"/": html_page("/a", "/b"), "/a": html_page("/c"),
+                          "/b": held_page(release)})
         crawler = crawl.Crawler([site.url("/")], **dict(self.crawl_defaults, robots=False,
                                                          max_depth=5, timeout=5))
         with self.assertRaises(TimeoutError):
@@ -7756,13 +7761,29 @@ class CrawlerSiteTest(CrawlerTestCase):
         self.assertEqual(crawler.stats()["queued"], 0)
         # Beyond --max-depth, a URL waiting would never have been fetched.
         release.clear()
-        site.routes["/b"] = blocked
         crawler = crawl.Crawler([site.url("/")], **dict(self.crawl_defaults, robots=False,
                                                          max_depth=1, timeout=5))
         with self.assertRaises(TimeoutError):
             self.loop.run_until_complete(crawl.wait_for(crawler.crawl(), 0.5))
         release.set()
         self.assertEqual(crawler.records[site.url("/c")].error_kind, "max_depth")
+
+    def test_an_interruption_while_urls_beyond_max_depth_are_recorded_loses_none(self):
+        # A KeyboardInterrupt can come from on_record (or a Ctrl-C under the
+        # default SIGINT handler) while the URLs beyond --max-depth are
+        # recorded: the rest are recorded on the way out.
+        site = self.site({"/": html_page("/a", "/b", "/c")})
+
+        def on_record(record):
+            if record.url == site.url("/a"):
+                raise KeyboardInterrupt
+
+        crawler = crawl.Crawler([site.url("/")], **dict(self.crawl_defaults, robots=False,
+                                                         max_depth=0, on_record=on_record))
+        with self.assertRaises(KeyboardInterrupt):
+            self.run_co(crawler.crawl())
+        self.assertEqual({url[len(site.url("")):]: r.error_kind for url, r in crawler.records.items()},
+                         {"/": None, "/a": "max_depth", "/b": "max_depth", "/c": "max_depth"})
 
     @virtual_clock(io_grace=0.2)
     def test_without_max_depth_no_page_waits_for_a_slower_one(self):
@@ -8898,14 +8919,9 @@ class FaultLeakTest(FaultCase):
     def test_no_descriptor_or_task_left_after_an_interrupted_crawl(self):
         release = threading.Event()
         self.addCleanup(release.set)
-
-        def blocked(handler):
-            release.wait(10)
-            return html_page()
-
         pages = {"/": html_page(*[f"/p{i}" for i in range(20)])}
         for i in range(20):
-            pages[f"/p{i}"] = blocked if i % 2 else html_page()
+            pages[f"/p{i}"] = held_page(release) if i % 2 else html_page()
         site = self.site(pages)
         crawler = crawl.Crawler([site.url("/")], robots=False, max_tasks=4, timeout=5)
         with self.assertRaises(TimeoutError):
@@ -10217,14 +10233,9 @@ class FaultSubprocessTest(ServerTestCase):
         asked for."""
         release = threading.Event()
         self.addCleanup(release.set)
-
-        def blocked(handler):
-            release.wait(30)
-            return html_page()
-
         pages = {"/": html_page(*[f"/p{i}" for i in range(20)])}
         for i in range(20):
-            pages[f"/p{i}"] = blocked if i == 10 else html_page()
+            pages[f"/p{i}"] = held_page(release, 30) if i == 10 else html_page()
         site = self.site(pages)
         return site
 
