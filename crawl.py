@@ -4826,8 +4826,7 @@ class Crawler:
                 self._bring_forward(url, row, redirects_left, depth, referrer, chain, via)
             return False
         self.records.add(url, depth, referrer, via, 0 if referrer is None else 1)
-        if redirects_left != self.max_redirect or chain:
-            self._redirects[url] = (redirects_left, chain)
+        self._note_redirects(url, redirects_left, chain)
         if self.max_depth is not None and depth > self.current_depth:
             self._deeper[depth].append(url)
             self._count_waiting(depth, 1)
@@ -4850,11 +4849,17 @@ class Crawler:
             self._linking.add(row, first)  # still a page that links to it
         for name, value in (("depth", depth), ("referrer", referrer), ("via", via)):
             self.records.set_field(url, name, value)
-        self._redirects.pop(url, None)
-        if redirects_left != self.max_redirect or chain:
-            self._redirects[url] = (redirects_left, chain)
+        self._note_redirects(url, redirects_left, chain)
         self._count_waiting(waited_for, -1)
         self.frontier.put_nowait(url)
+
+    def _note_redirects(self, url, redirects_left, chain):
+        """Keep the redirects left and the chain of a waiting url, for its
+        FrontierItem, unless they are a link's (max_redirect, ())."""
+        if redirects_left != self.max_redirect or chain:
+            self._redirects[url] = (redirects_left, chain)
+        else:
+            self._redirects.pop(url, None)
 
     def _take_waiting(self, depth):
         """The URLs that waited for depth, except those _bring_forward()
@@ -5459,15 +5464,14 @@ class Crawler:
         if found is not None:  # --fragments: the raw links, fragments and all
             self._note_fragments(record, text, found, depth + 1)
         seen = self.records.row  # the row of a URL seen, else None
-        # A page a late sitemap listed (depth 0) may be read at a later depth.
+        # A page a late sitemap listed (depth 0) may be read while a later
+        # depth is crawled: its links seen before go through _discover(),
+        # which brings forward those that wait for a later depth.
         closer = bool(self._deeper) and depth < self.current_depth
         for link, via in links.items():
             row = seen(link)
-            if row is not None:  # only counted (most links of most pages)
+            if row is not None and not closer:  # only counted (most links of most pages)
                 self._count_link(link, row, record.url)
-                if closer:  # an off-site link follows no redirect, as below
-                    redirects = self.max_redirect if self.on_site(link) else 0
-                    self._bring_forward(link, row, redirects, depth + 1, record.url, (), via)
             elif self.on_site(link):
                 if not self._excluded(link) and self._discover(
                         link, self.max_redirect, depth + 1, record.url, (), via):
